@@ -1,0 +1,129 @@
+/* bounds.c -- lower bounds on any plan's footprint, in O(n log n).
+ *
+ * Offsets: at every operator all live buffers coexist, so no plan is smaller
+ * than the largest operator breadth (pisarchyk2020 sec. 5.1).
+ * Shared objects: the i-th largest object is at least the i-th positional
+ * maximum, so their sum bounds any assignment (pisarchyk2020 sec. 4.1).
+ *
+ * Both come from one structure: a max-tree over the operator times with
+ * range add.  For the objects bound, write c(s) = max over time of the
+ * number of live buffers of size >= s.  The i-th positional maximum is >= s
+ * exactly when c(s) >= i, so the sum of positional maxima equals the sum
+ * over distinct sizes s_1 > s_2 > ... of c(s_j) * (s_j - s_{j+1}), s_{m+1} = 0.
+ * Inserting buffers in decreasing size with +1 per buffer gives every c(s_j)
+ * as the tree's global max. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct maxtree {
+    size_t cap;
+    uint64_t *mx, *add;   /* mx[v] = max over subtree incl. add[v] */
+} maxtree;
+
+static mp_status maxtree_init(maxtree *t, size_t m) {
+    t->cap = 1;
+    while (t->cap < m) t->cap *= 2;
+    t->mx = calloc(2 * t->cap, sizeof *t->mx);
+    t->add = calloc(2 * t->cap, sizeof *t->add);
+    if (!t->mx || !t->add) {
+        free(t->mx);
+        free(t->add);
+        return MP__NOMEM();
+    }
+    return MP_OK;
+}
+
+static void maxtree_free(maxtree *t) {
+    free(t->mx);
+    free(t->add);
+}
+
+/* Adds w to positions [l, r] (inclusive).  Sums never overflow: they are
+ * bounded by the validated total of sizes (or by n). */
+static void maxtree_add(maxtree *t, size_t v, size_t nl, size_t nr, size_t l, size_t r,
+                        uint64_t w) {
+    if (r < nl || nr < l) return;
+    if (l <= nl && nr <= r) {
+        t->add[v] += w;
+        t->mx[v] += w;
+        return;
+    }
+    size_t mid = nl + (nr - nl) / 2;
+    maxtree_add(t, 2 * v, nl, mid, l, r, w);
+    maxtree_add(t, 2 * v + 1, mid + 1, nr, l, r, w);
+    t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
+}
+
+/* Index of the last start time <= x (times[0] <= x is guaranteed). */
+static size_t last_le(const uint64_t *times, size_t m, uint64_t x) {
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (times[mid] <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo - 1;
+}
+
+/* Max over time of sum of w(i) over live buffers, w = size or 1. */
+static mp_status peak(const mp_buffer_t *b, size_t n, size_t m,
+                      const size_t *span, bool count, uint64_t *out) {
+    maxtree t;
+    mp_status s = maxtree_init(&t, m);
+    if (s != MP_OK) return s;
+    for (size_t i = 0; i < n; i++)
+        maxtree_add(&t, 1, 0, t.cap - 1, span[2 * i], span[2 * i + 1], count ? 1 : b[i].size);
+    *out = t.mx[1];
+    maxtree_free(&t);
+    return MP_OK;
+}
+
+static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const size_t *span,
+                               uint64_t *out) {
+    mp__key *k = malloc(n * sizeof *k);
+    maxtree t = {0};
+    mp_status s = k ? maxtree_init(&t, m) : MP__NOMEM();
+    if (s == MP_OK) {
+        for (size_t i = 0; i < n; i++) k[i] = (mp__key){UINT64_MAX - b[i].size, 0, i};
+        s = mp__sort_keys(k, n);
+    }
+    uint64_t sum = 0;
+    for (size_t j = 0; s == MP_OK && j < n;) {
+        uint64_t sz = UINT64_MAX - k[j].a;
+        for (; j < n && UINT64_MAX - k[j].a == sz; j++)
+            maxtree_add(&t, 1, 0, t.cap - 1, span[2 * k[j].i], span[2 * k[j].i + 1], 1);
+        uint64_t next = j < n ? UINT64_MAX - k[j].a : 0;
+        sum += t.mx[1] * (sz - next);
+    }
+    *out = sum;
+    free(k);
+    maxtree_free(&t);
+    return s;
+}
+
+mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
+    memset(out, 0, sizeof *out);
+    mp_status s = mp_problem_validate(b, n);
+    if (s != MP_OK || n == 0) return s;
+    mp_buffer_t *nb = NULL;
+    uint64_t *times = NULL;
+    size_t m = 0, *span = NULL;
+    s = mp__normalize(b, n, &nb);
+    if (s == MP_OK) s = mp__start_times(nb, n, &times, &m);
+    if (s == MP_OK && !(span = malloc(2 * n * sizeof *span))) s = MP__NOMEM();
+    for (size_t i = 0; s == MP_OK && i < n; i++) {
+        span[2 * i] = last_le(times, m, nb[i].first);
+        span[2 * i + 1] = last_le(times, m, nb[i].last);
+        out->naive += nb[i].size;
+    }
+    if (s == MP_OK) s = peak(nb, n, m, span, false, &out->offsets);
+    if (s == MP_OK) s = peak(nb, n, m, span, true, &out->peak_count);
+    if (s == MP_OK) s = objects_bound(nb, n, m, span, &out->objects);
+    free(span);
+    free(times);
+    free(nb);
+    if (s != MP_OK) memset(out, 0, sizeof *out);
+    return s;
+}

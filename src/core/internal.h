@@ -1,0 +1,184 @@
+/* internal.h -- private helpers shared across libmemplan's source files.
+ *
+ * Nothing here is public: names are mp__*.  It holds the error setter, the
+ * strategy signatures every planner implements, and the three small
+ * containers the planners are built on (a key sort, an interval index and
+ * an ordered set).
+ */
+#ifndef MEMPLAN_INTERNAL_H
+#define MEMPLAN_INTERNAL_H
+
+#include "memplan.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* Sets the thread-local message (printf format) and returns s. */
+mp_status mp__err(mp_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+#define MP__NOMEM() mp__err(MP_ENOMEM, "out of memory")
+
+/* Debug-build invariant checks (MP_DEBUG). */
+#ifdef MP_DEBUG
+#include <assert.h>
+#define MP__ASSERT(x) assert(x)
+#else
+#define MP__ASSERT(x) ((void)0)
+#endif
+
+/* ---- arithmetic ------------------------------------------------------- */
+
+static inline uint64_t mp__align_up(uint64_t x, uint64_t a) {
+    /* a is a power of two >= 1; callers guarantee no overflow (validated
+     * problems have aligned sums that fit in 64 bits). */
+    return (x + a - 1) & ~(a - 1);
+}
+static inline bool mp__overlap(const mp_buffer_t *x, const mp_buffer_t *y) {
+    return x->first <= y->last && y->first <= x->last;
+}
+static inline uint64_t mp__max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t mp__min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* ---- normalized problems ---------------------------------------------- */
+
+/* Copy of b with align >= 1 and size rounded up to align.  Every strategy
+ * receives such a copy, so strategies never think about rounding sizes;
+ * they must still place buffer i at a multiple of b[i].align. */
+mp_status mp__normalize(const mp_buffer_t *b, size_t n, mp_buffer_t **out);
+
+/* ---- strategy signatures ---------------------------------------------- */
+
+/* An offset strategy fills offset[0..n) for a valid, normalized problem.
+ * It may fail only with MP_ENOMEM. */
+typedef mp_status (*mp__offsets_fn)(const mp_buffer_t *b, size_t n,
+                                    uint64_t *offset);
+
+/* A shared-object strategy fills object[0..n) with object numbers
+ * 0..*n_objects-1.  Object sizes (max of members) and the contiguous layout
+ * are derived by the caller. */
+typedef mp_status (*mp__objects_fn)(const mp_buffer_t *b, size_t n,
+                                    size_t *object, size_t *n_objects);
+
+typedef struct mp__strategy {
+    mp_strategy_info_t info;
+    mp__offsets_fn offsets;   /* exactly one of offsets/objects is set, */
+    mp__objects_fn objects;   /* neither for "auto" */
+    bool in_auto;             /* run by "auto" */
+} mp__strategy;
+
+/* The strategies, each defined in its own file. */
+mp_status mp__offsets_naive(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_greedy_size(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_greedy_breadth(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_smartpool_bestfit(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_smartpool_firstfit(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_inorder(const mp_buffer_t *b, size_t n, uint64_t *offset);
+
+mp_status mp__objects_naive(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+mp_status mp__objects_greedy_size(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+mp_status mp__objects_greedy_size_improved(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+mp_status mp__objects_greedy_breadth(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+mp_status mp__objects_inorder(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+mp_status mp__objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
+
+/* Builds a complete plan from an object assignment: object sizes are the max
+ * of their members, objects are laid out contiguously in object order (each
+ * start aligned to the largest alignment of its members).  Takes ownership
+ * of object[] (freed on failure too). */
+mp_status mp__plan_from_objects(const mp_buffer_t *b, size_t n, size_t *object,
+                                size_t n_objects, mp_plan_t *out);
+
+/* Fills plan->footprint from offsets. */
+uint64_t mp__footprint(const mp_buffer_t *b, size_t n, const uint64_t *offset);
+
+/* ---- sorting ---------------------------------------------------------- */
+
+/* A sort key: ordered by a, then b, then i.  Sorting is deterministic and
+ * i (usually the buffer index) breaks every tie. */
+typedef struct mp__key {
+    uint64_t a, b;
+    size_t i;
+} mp__key;
+
+/* Sorts k[0..n) ascending; O(n log n) merge sort.  MP_ENOMEM on failure. */
+mp_status mp__sort_keys(mp__key *k, size_t n);
+
+/* Fills idx[0..n) with buffer indices ordered by (first, index). */
+mp_status mp__order_by_first(const mp_buffer_t *b, size_t n, size_t *idx);
+
+/* Distinct operator times: the sorted distinct values of b[i].first.
+ * Profiles at other times are subsets of the profile at the latest start
+ * before them, so these times are the only operators that matter. */
+mp_status mp__start_times(const mp_buffer_t *b, size_t n, uint64_t **times,
+                          size_t *n_times);
+
+/* ---- interval index ----------------------------------------------------
+ * A static index over all n buffers (sorted by first) in which buffers are
+ * switched on and off; it reports the active buffers whose interval meets a
+ * query interval in O((k + 1) log n) for k reported buffers.  The planners
+ * use it to find, e.g., the already-placed buffers that conflict with the
+ * one being placed, without scanning all of them. */
+typedef struct mp__itree {
+    size_t n, cap;           /* buffers, leaves (power of two) */
+    const mp_buffer_t *b;
+    size_t *order;           /* leaf position -> buffer index */
+    size_t *pos;             /* buffer index -> leaf position */
+    uint64_t *maxlast1;      /* per node: 1 + max last of active buffers, 0 = none */
+    size_t *stack;           /* query scratch */
+} mp__itree;
+
+mp_status mp__itree_init(mp__itree *t, const mp_buffer_t *b, size_t n);
+void mp__itree_free(mp__itree *t);
+void mp__itree_set(mp__itree *t, size_t i, bool active);
+
+/* Appends to *out (a growable array of *len used, *cap allocated) the
+ * indices of active buffers with first <= hi and last >= lo, in leaf order
+ * (first, index).  MP_ENOMEM on failure. */
+mp_status mp__itree_query(mp__itree *t, uint64_t lo, uint64_t hi,
+                          size_t **out, size_t *len, size_t *cap);
+
+/* ---- ordered set -------------------------------------------------------
+ * A treap of distinct keys (k1, k2) ordered lexicographically, with O(log n)
+ * expected insert, erase and neighbour queries.  Used as the free-region
+ * box, the skyline of strip packing and the checker's live set. */
+typedef struct mp__tset_node {
+    uint64_t k1, k2;
+    uint32_t prio;
+    size_t left, right;      /* node numbers, MP__NIL for none */
+} mp__tset_node;
+
+#define MP__NIL ((size_t)-1)
+
+typedef struct mp__tset {
+    mp__tset_node *node;
+    size_t root, cap, used, free_list, count;
+    uint32_t seed;
+} mp__tset;
+
+void mp__tset_init(mp__tset *s);
+void mp__tset_free(mp__tset *s);
+/* MP_ENOMEM on failure; inserting a present key is a no-op. */
+mp_status mp__tset_insert(mp__tset *s, uint64_t k1, uint64_t k2);
+/* Returns true if the key was present. */
+bool mp__tset_erase(mp__tset *s, uint64_t k1, uint64_t k2);
+/* Smallest key >= (k1,k2); false if none. */
+bool mp__tset_ceil(const mp__tset *s, uint64_t k1, uint64_t k2, uint64_t *o1, uint64_t *o2);
+/* Largest key <= (k1,k2); false if none. */
+bool mp__tset_floor(const mp__tset *s, uint64_t k1, uint64_t k2, uint64_t *o1, uint64_t *o2);
+/* Smallest key > (k1,k2) / largest key < (k1,k2). */
+bool mp__tset_next(const mp__tset *s, uint64_t k1, uint64_t k2, uint64_t *o1, uint64_t *o2);
+bool mp__tset_prev(const mp__tset *s, uint64_t k1, uint64_t k2, uint64_t *o1, uint64_t *o2);
+
+/* ---- growable arrays -------------------------------------------------- */
+
+/* Ensures *cap >= need for an array of elements of size width. */
+mp_status mp__grow(void **arr, size_t *cap, size_t need, size_t width);
+
+#endif /* MEMPLAN_INTERNAL_H */

@@ -1,0 +1,91 @@
+/* itree.c -- interval index: which active buffers meet [lo, hi]?
+ *
+ * Leaves are the buffers sorted by (first, index); each node keeps 1 + the
+ * largest `last` among its active leaves (0 when none is active).  Buffers
+ * with first <= hi form a prefix of the leaves; within it we descend only
+ * into nodes whose max last reaches lo, so a query costs O((k + 1) log n)
+ * for k answers.  Switching a buffer on or off updates one root path. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+mp_status mp__itree_init(mp__itree *t, const mp_buffer_t *b, size_t n) {
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->b = b;
+    t->cap = 1;
+    while (t->cap < n) t->cap *= 2;
+    t->order = malloc((n ? n : 1) * sizeof *t->order);
+    t->pos = malloc((n ? n : 1) * sizeof *t->pos);
+    t->maxlast1 = calloc(2 * t->cap, sizeof *t->maxlast1);
+    /* depth is log2(cap) + 1; two entries per level are enough for an
+     * explicit DFS stack, 2 * 64 + 2 covers any size_t. */
+    t->stack = malloc(130 * sizeof *t->stack);
+    if (!t->order || !t->pos || !t->maxlast1 || !t->stack) {
+        mp__itree_free(t);
+        return MP__NOMEM();
+    }
+    mp_status s = mp__order_by_first(b, n, t->order);
+    if (s != MP_OK) {
+        mp__itree_free(t);
+        return s;
+    }
+    for (size_t p = 0; p < n; p++) t->pos[t->order[p]] = p;
+    return MP_OK;
+}
+
+void mp__itree_free(mp__itree *t) {
+    free(t->order);
+    free(t->pos);
+    free(t->maxlast1);
+    free(t->stack);
+    memset(t, 0, sizeof *t);
+}
+
+void mp__itree_set(mp__itree *t, size_t i, bool active) {
+    size_t v = t->cap + t->pos[i];
+    t->maxlast1[v] = active ? t->b[i].last + 1 : 0;
+    for (v /= 2; v >= 1; v /= 2) t->maxlast1[v] = mp__max64(t->maxlast1[2 * v], t->maxlast1[2 * v + 1]);
+}
+
+/* Number of leaves whose buffer starts at or before hi. */
+static size_t prefix_len(const mp__itree *t, uint64_t hi) {
+    size_t lo = 0, up = t->n;
+    while (lo < up) {
+        size_t mid = lo + (up - lo) / 2;
+        if (t->b[t->order[mid]].first <= hi) lo = mid + 1;
+        else up = mid;
+    }
+    return lo;
+}
+
+mp_status mp__itree_query(mp__itree *t, uint64_t lo, uint64_t hi, size_t **out, size_t *len,
+                          size_t *cap) {
+    size_t p = prefix_len(t, hi);
+    if (p == 0 || t->n == 0) return MP_OK;
+    /* DFS over nodes; a node covers leaves [l, r) and is entered only if it
+     * starts inside the prefix and its max last reaches lo.  Right child is
+     * pushed first so answers come out in leaf order. */
+    size_t sp = 0;
+    size_t *st = t->stack;
+    st[sp++] = 1;
+    while (sp) {
+        size_t v = st[--sp];
+        if (t->maxlast1[v] < lo + 1) continue;
+        size_t depth = 0;
+        for (size_t x = v; x > 1; x /= 2) depth++;
+        size_t width = t->cap >> depth;
+        size_t l = (v - (((size_t)1) << depth)) * width;
+        if (l >= p) continue;
+        if (v >= t->cap) {
+            mp_status s = mp__grow((void **)out, cap, *len + 1, sizeof **out);
+            if (s != MP_OK) return s;
+            (*out)[(*len)++] = t->order[v - t->cap];
+            continue;
+        }
+        st[sp++] = 2 * v + 1;
+        st[sp++] = 2 * v;
+    }
+    return MP_OK;
+}

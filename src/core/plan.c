@@ -1,0 +1,199 @@
+/* plan.c -- the strategy registry, plan construction and "auto".
+ *
+ * mp_plan_compute validates the problem, normalizes it (sizes rounded to
+ * alignment), runs one strategy and turns its answer into an mp_plan_t.
+ * Shared-object answers become offsets by laying the objects out one after
+ * another (pisarchyk2020 sec. 5: the conversion is always possible, the
+ * reverse is not).  In debug builds every plan goes through the checker. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OFF(nm, fn, src, sum, a) {{nm, MP_KIND_OFFSETS, src, sum}, fn, NULL, a}
+#define OBJ(nm, fn, src, sum) {{nm, MP_KIND_OBJECTS, src, sum}, NULL, fn, false}
+
+static const mp__strategy registry[] = {
+    OFF("naive", mp__offsets_naive, "baseline", "every buffer its own region", false),
+    OFF("greedy-size", mp__offsets_greedy_size, "pisarchyk2020 sec. 5.2, Alg. 3",
+        "largest first, into the smallest gap between conflicting buffers", true),
+    OFF("greedy-breadth", mp__offsets_greedy_breadth, "pisarchyk2020 sec. 5.3",
+        "operators by breadth, their tensors largest first, smallest gap", true),
+    OFF("strip-bestfit", mp__offsets_strip_bestfit, "sekiyama2018 sec. 3.2",
+        "best-fit strip packing: lowest offset line, longest lifetime, lift-up merge", true),
+    OFF("smartpool-bestfit", mp__offsets_smartpool_bestfit, "zhang2019 sec. III-C",
+        "size-descending, into the smallest hole between conflicting blocks", true),
+    OFF("smartpool-firstfit", mp__offsets_smartpool_firstfit, "zhang2019 sec. III-C",
+        "size-descending, into the lowest hole between conflicting blocks", true),
+    OFF("inorder", mp__offsets_inorder, "chen2016 Fig. 2; MXNet memory note",
+        "execution order, best-size match from a box of freed regions", true),
+    OBJ("objects-naive", mp__objects_naive, "baseline", "every buffer its own object"),
+    OBJ("objects-greedy-size", mp__objects_greedy_size, "pisarchyk2020 sec. 4.3, Alg. 2",
+        "largest first, smallest suitable object"),
+    OBJ("objects-greedy-size-improved", mp__objects_greedy_size_improved,
+        "pisarchyk2020 sec. 4.4", "stages by positional maximum, smallest time gap first"),
+    OBJ("objects-greedy-breadth", mp__objects_greedy_breadth, "pisarchyk2020 sec. 4.2, Alg. 1",
+        "operators by breadth, best-size suitable object"),
+    OBJ("objects-inorder", mp__objects_inorder, "chen2016 Fig. 2; MXNet memory note",
+        "execution order, reuse the free object of closest size, grow if needed"),
+    OBJ("objects-mincostflow", mp__objects_mincostflow, "Lee et al. 2019 via pisarchyk2020",
+        "assignment as a min-cost flow (TFLite GPU delegate)"),
+    {{"auto", MP_KIND_META, "memplan",
+      "runs the offset strategies, keeps the smallest (ties: first)"}, NULL, NULL, false},
+};
+
+#define N_STRATEGIES (sizeof registry / sizeof registry[0])
+
+size_t mp_strategy_count(void) { return N_STRATEGIES; }
+
+const mp_strategy_info_t *mp_strategy_info(size_t i) {
+    return i < N_STRATEGIES ? &registry[i].info : NULL;
+}
+
+static const mp__strategy *find(const char *name) {
+    for (size_t i = 0; name && i < N_STRATEGIES; i++)
+        if (strcmp(registry[i].info.name, name) == 0) return &registry[i];
+    return NULL;
+}
+
+const mp_strategy_info_t *mp_strategy_find(const char *name) {
+    const mp__strategy *s = find(name);
+    return s ? &s->info : NULL;
+}
+
+void mp_plan_free(mp_plan_t *p) {
+    if (!p) return;
+    free(p->offset);
+    free(p->object);
+    free(p->object_size);
+    memset(p, 0, sizeof *p);
+}
+
+mp_status mp__plan_from_objects(const mp_buffer_t *b, size_t n, size_t *object, size_t k,
+                                mp_plan_t *out) {
+    uint64_t *osz = calloc(k ? k : 1, sizeof *osz);
+    uint64_t *oal = calloc(k ? k : 1, sizeof *oal);
+    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
+    if (!osz || !oal || !off) {
+        free(osz), free(oal), free(off), free(object);
+        return MP__NOMEM();
+    }
+    for (size_t i = 0; i < n; i++) {
+        osz[object[i]] = mp__max64(osz[object[i]], b[i].size);
+        oal[object[i]] = mp__max64(oal[object[i]], b[i].align);
+    }
+    /* Object start = running end aligned up; object sizes are sums of at
+     * most n validated aligned sizes, so nothing here overflows. */
+    uint64_t *start = oal, end = 0;
+    for (size_t o = 0; o < k; o++) {
+        uint64_t s = mp__align_up(end, oal[o] ? oal[o] : 1);
+        end = s + osz[o];
+        start[o] = s;
+    }
+    for (size_t i = 0; i < n; i++) off[i] = start[object[i]];
+    free(oal);
+    out->n = n;
+    out->offset = off;
+    out->object = object;
+    out->object_size = osz;
+    out->n_objects = k;
+    out->footprint = mp__footprint(b, n, off);
+    return MP_OK;
+}
+
+/* Runs one non-meta strategy on a normalized problem. */
+static mp_status run_one(const mp__strategy *st, const mp_buffer_t *b, size_t n,
+                         mp_plan_t *out) {
+    memset(out, 0, sizeof *out);
+    mp_status s;
+    if (st->offsets) {
+        uint64_t *off = calloc(n ? n : 1, sizeof *off);
+        if (!off) return MP__NOMEM();
+        if ((s = st->offsets(b, n, off)) != MP_OK) {
+            free(off);
+            return s;
+        }
+        *out = (mp_plan_t){.n = n, .offset = off, .footprint = mp__footprint(b, n, off)};
+    } else {
+        size_t *obj = calloc(n ? n : 1, sizeof *obj), k = 0;
+        if (!obj) return MP__NOMEM();
+        if ((s = st->objects(b, n, obj, &k)) != MP_OK) {
+            free(obj);
+            return s;
+        }
+        if ((s = mp__plan_from_objects(b, n, obj, k, out)) != MP_OK) return s;
+    }
+    out->strategy = st->info.name;
+#ifdef MP_DEBUG
+    s = mp_plan_check(b, n, out, NULL);
+    MP__ASSERT(s == MP_OK);
+#endif
+    return MP_OK;
+}
+
+static mp_status run_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out,
+                          mp_auto_report_t *rep) {
+    mp_bounds_t bd;
+    mp_status s = mp_bounds_compute(b, n, &bd);
+    if (s != MP_OK) return s;
+    mp_auto_report_t r = {NULL, bd.offsets, 0, 0};
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < N_STRATEGIES && !r.optimal; i++) {
+        if (!registry[i].in_auto) continue;
+        mp_plan_t p;
+        if ((s = run_one(&registry[i], b, n, &p)) != MP_OK) {
+            mp_plan_free(out);
+            return s;
+        }
+        r.tried++;
+        if (!out->offset || p.footprint < out->footprint) {
+            mp_plan_free(out);
+            *out = p;
+            r.winner = p.strategy;
+            r.optimal = p.footprint == bd.offsets;
+        } else {
+            mp_plan_free(&p);
+        }
+    }
+    if (!out->offset) { /* n == 0 */
+        out->offset = calloc(1, sizeof *out->offset);
+        if (!out->offset) return MP__NOMEM();
+        r.winner = out->strategy = "naive";
+        r.optimal = 1;
+    }
+    if (rep) *rep = r;
+    return MP_OK;
+}
+
+static mp_status prepare(const mp_buffer_t *b, size_t n, mp_buffer_t **nb) {
+    mp_status s = mp_problem_validate(b, n);
+    return s != MP_OK ? s : mp__normalize(b, n, nb);
+}
+
+mp_status mp_plan_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_report_t *rep) {
+    if (!out) return mp__err(MP_EINVAL, "mp_plan_auto: NULL plan");
+    memset(out, 0, sizeof *out);
+    mp_buffer_t *nb;
+    mp_status s = prepare(b, n, &nb);
+    if (s != MP_OK) return s;
+    s = run_auto(nb, n, out, rep);
+    free(nb);
+    return s;
+}
+
+mp_status mp_plan_compute(const mp_buffer_t *b, size_t n, const char *strategy,
+                          mp_plan_t *out) {
+    if (!out) return mp__err(MP_EINVAL, "mp_plan_compute: NULL plan");
+    memset(out, 0, sizeof *out);
+    const mp__strategy *st = find(strategy);
+    if (!st)
+        return mp__err(MP_ENOTFOUND, "unknown strategy '%s' (see 'memplan strategies')",
+                       strategy ? strategy : "(null)");
+    if (!st->offsets && !st->objects) return mp_plan_auto(b, n, out, NULL);
+    mp_buffer_t *nb;
+    mp_status s = prepare(b, n, &nb);
+    if (s != MP_OK) return s;
+    s = run_one(st, nb, n, out);
+    free(nb);
+    return s;
+}

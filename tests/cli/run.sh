@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "cli: 0 passed, 0 failed"

@@ -1,0 +1,2 @@
+#include "memplan.h"
+int main(void) { return 0; }
