@@ -122,6 +122,7 @@ typedef struct mp_strategy_info_t {
     mp_strategy_kind kind;
     const char *source;   /* the paper and section it implements */
     const char *summary;  /* one line */
+    size_t all_limit;     /* "all" skips it above this many buffers (0: never) */
 } mp_strategy_info_t;
 
 /* Number of strategies and the i-th one's description (NULL past the end).

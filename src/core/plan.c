@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OFF(nm, fn, src, sum, a) {{nm, MP_KIND_OFFSETS, src, sum}, fn, NULL, a}
-#define OBJ(nm, fn, src, sum) {{nm, MP_KIND_OBJECTS, src, sum}, NULL, fn, false}
+#define OFF(nm, fn, src, sum, a) {{nm, MP_KIND_OFFSETS, src, sum, 0}, fn, NULL, a}
+#define OBJ(nm, fn, src, sum, lim) {{nm, MP_KIND_OBJECTS, src, sum, lim}, NULL, fn, false}
 
 static const mp__strategy registry[] = {
     OFF("naive", mp__offsets_naive, "baseline", "every buffer its own region", false),
@@ -27,19 +27,19 @@ static const mp__strategy registry[] = {
         "size-descending, into the lowest hole between conflicting blocks", true),
     OFF("inorder", mp__offsets_inorder, "chen2016 Fig. 2; MXNet memory note",
         "execution order, best-size match from a box of freed regions", true),
-    OBJ("objects-naive", mp__objects_naive, "baseline", "every buffer its own object"),
+    OBJ("objects-naive", mp__objects_naive, "baseline", "every buffer its own object", 0),
     OBJ("objects-greedy-size", mp__objects_greedy_size, "pisarchyk2020 sec. 4.3, Alg. 2",
-        "largest first, smallest suitable object"),
+        "largest first, smallest suitable object", 0),
     OBJ("objects-greedy-size-improved", mp__objects_greedy_size_improved,
-        "pisarchyk2020 sec. 4.4", "stages by positional maximum, smallest time gap first"),
+        "pisarchyk2020 sec. 4.4", "stages by positional maximum, smallest time gap first", 0),
     OBJ("objects-greedy-breadth", mp__objects_greedy_breadth, "pisarchyk2020 sec. 4.2, Alg. 1",
-        "operators by breadth, best-size suitable object"),
+        "operators by breadth, best-size suitable object", 0),
     OBJ("objects-inorder", mp__objects_inorder, "chen2016 Fig. 2; MXNet memory note",
-        "execution order, reuse the free object of closest size, grow if needed"),
+        "execution order, reuse the free object of closest size, grow if needed", 0),
     OBJ("objects-mincostflow", mp__objects_mincostflow, "Lee et al. 2019 via pisarchyk2020",
-        "assignment as a min-cost flow (TFLite GPU delegate)"),
+        "assignment as a min-cost flow (TFLite GPU delegate)", 5000),
     {{"auto", MP_KIND_META, "memplan",
-      "runs the offset strategies, keeps the smallest (ties: first)"}, NULL, NULL, false},
+      "runs the offset strategies, keeps the smallest (ties: first)", 0}, NULL, NULL, false},
 };
 
 #define N_STRATEGIES (sizeof registry / sizeof registry[0])

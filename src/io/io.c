@@ -1,0 +1,106 @@
+/* io.c -- temporary-then-rename output files, a line reader, CSV fields
+ * and strict decimal numbers with file:line:field errors. */
+#include "io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+mp_status mp__out_open(mp__outfile *o, const char *path) {
+    memset(o, 0, sizeof *o);
+    if (!path || !*path) return mp__err(MP_EINVAL, "no output path given");
+    size_t len = strlen(path) + 32;
+    o->tmp = malloc(len);
+    if (!o->tmp) return MP__NOMEM();
+    snprintf(o->tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    o->path = path;
+    o->f = fopen(o->tmp, "w");
+    if (!o->f) {
+        mp_status s = mp__err(MP_EIO, "%s: %s", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return s;
+    }
+    return MP_OK;
+}
+
+mp_status mp__out_close(mp__outfile *o, bool ok) {
+    if (!o->f) return MP_EIO;
+    mp_status s = MP_OK;
+    bool bad = ferror(o->f) != 0;
+    int e = errno;
+    if (fclose(o->f) != 0) bad = true, e = errno;
+    if (ok && bad) s = mp__err(MP_EIO, "%s: write failed: %s", o->path, strerror(e));
+    if (ok && !bad && rename(o->tmp, o->path) != 0)
+        s = mp__err(MP_EIO, "%s: %s", o->path, strerror(errno));
+    if (!ok || s != MP_OK) remove(o->tmp);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    return ok ? s : MP_EIO;
+}
+
+mp_status mp__lines_open(mp__lines *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    if (!path) return mp__err(MP_EINVAL, "no input path given");
+    r->path = path;
+    r->f = fopen(path, "r");
+    if (!r->f) return mp__err(MP_EIO, "%s: %s", path, strerror(errno));
+    return MP_OK;
+}
+
+char *mp__lines_next(mp__lines *r, mp_status *st) {
+    ssize_t len = getline(&r->buf, &r->cap, r->f);
+    if (len < 0) {
+        if (ferror(r->f)) *st = mp__err(MP_EIO, "%s: read error", r->path);
+        return NULL;
+    }
+    r->lineno++;
+    while (len > 0 && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r')) r->buf[--len] = 0;
+    return r->buf;
+}
+
+void mp__lines_close(mp__lines *r) {
+    if (r->f) fclose(r->f);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t')) *--e = 0;
+    return s;
+}
+
+size_t mp__csv_split(char *line, char **field, size_t max) {
+    size_t k = 0;
+    char *p = line;
+    for (;;) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        if (k < max) field[k] = trim(p);
+        k++;
+        if (!c) break;
+        p = c + 1;
+    }
+    return k;
+}
+
+mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, uint64_t *out) {
+    if (!*text)
+        return mp__err(MP_EPARSE, "%s:%zu: field '%s': empty", r->path, r->lineno, name);
+    uint64_t v = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return mp__err(MP_EPARSE, "%s:%zu: field '%s': '%s' is not a non-negative integer",
+                           r->path, r->lineno, name, text);
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return mp__err(MP_EPARSE, "%s:%zu: field '%s': '%s' does not fit in 64 bits",
+                           r->path, r->lineno, name, text);
+        v = v * 10 + d;
+    }
+    *out = v;
+    return MP_OK;
+}

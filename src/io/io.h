@@ -1,0 +1,49 @@
+/* io.h -- private helpers of the readers and writers in src/io/.
+ *
+ * Output files are written beside their target under a temporary name and
+ * renamed into place only when complete, so no failure leaves a partial
+ * file.  CSV lines are split into fields in place. */
+#ifndef MEMPLAN_IO_H
+#define MEMPLAN_IO_H
+
+#include "../core/internal.h"
+
+#include <stdio.h>
+
+typedef struct mp__outfile {
+    FILE *f;
+    char *tmp;         /* temporary path, renamed to path on commit */
+    const char *path;
+} mp__outfile;
+
+/* Opens PATH.tmp.<pid> for writing.  MP_EIO naming path on failure. */
+mp_status mp__out_open(mp__outfile *o, const char *path);
+/* Flushes, closes and renames into place; on any failure (or if ok is
+ * false) removes the temporary file.  Returns MP_EIO on a write error. */
+mp_status mp__out_close(mp__outfile *o, bool ok);
+
+/* A line reader over a file: one line at a time, no length limit. */
+typedef struct mp__lines {
+    FILE *f;
+    const char *path;
+    char *buf;
+    size_t cap;
+    size_t lineno;
+} mp__lines;
+
+mp_status mp__lines_open(mp__lines *r, const char *path);
+/* Next line without its newline (and without a trailing \r); NULL at end.
+ * Sets *st to MP_EIO on a read error. */
+char *mp__lines_next(mp__lines *r, mp_status *st);
+void mp__lines_close(mp__lines *r);
+
+/* Splits a line at commas in place; at most max fields (returns the real
+ * count, which may exceed max: the caller reports it).  Fields are trimmed
+ * of spaces and tabs. */
+size_t mp__csv_split(char *line, char **field, size_t max);
+
+/* Parses a decimal uint64 field; on failure returns MP_EPARSE naming
+ * path:line and the field. */
+mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, uint64_t *out);
+
+#endif

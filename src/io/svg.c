@@ -1,0 +1,286 @@
+/* svg.c -- draws a plan as an SVG picture: time across, address up.
+ *
+ * Every buffer is one <rect> spanning [first, last+1) in time and
+ * [offset, offset + aligned size) in address, with a <title> tooltip.  Time
+ * and address are scaled linearly onto a fixed 1200x700 plot, so the file
+ * grows only with n: one pass over the buffers for the extents and one to
+ * write them, O(n) time and O(1) memory.  Coordinates are rounded to 0.1 px
+ * and computed from rounded endpoints, so neighbours touch exactly; fills
+ * are short hex colours hashed from the id (or the object number of an
+ * object plan), so the same plan always gives the same bytes.  Above
+ * SVG_BIG buffers the outlines are dropped: on sub-pixel rectangles they
+ * would paint everything grey. */
+#include "io.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#define PLOT_W 1200.0
+#define PLOT_H 700.0
+#define M_LEFT 90.0
+#define M_RIGHT 230.0  /* room for "lower bound N" with a 20-digit N */
+#define M_TOP 64.0
+#define M_BOTTOM 56.0
+#define SVG_BIG 20000
+
+typedef struct scale {
+    uint64_t t0, t1;  /* drawn time range [t0, t1), t1 > t0 */
+    double amax;      /* address at the top of the plot, > 0 */
+} scale;
+
+/* ---- text ------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p that XML allows, 0 if none. */
+static size_t utf8_len(const unsigned char *p) {
+    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+    if (p[0] < 0xC2 || p[0] > 0xF4) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((p[k] & 0xC0) != 0x80) return 0;
+    /* Overlong forms, surrogates, > U+10FFFF and U+FFFE/FFFF are not XML. */
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) ||
+        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))
+        return 0;
+    if (p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE) return 0;
+    return len;
+}
+
+/* Writes s as XML character data: markup characters escaped, control
+ * characters as spaces and bytes that are not valid UTF-8 as '?', so any
+ * caller string yields a well-formed file. */
+static void put_text(FILE *f, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        size_t len;
+        switch (*p) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default:
+            if (*p < 0x20) {
+                fputc(' ', f);
+            } else if (*p < 0x80) {
+                fputc(*p, f);
+            } else if ((len = utf8_len(p)) != 0) {
+                fwrite(p, 1, len, f);
+                p += len;
+                continue;
+            } else {
+                fputc('?', f);
+            }
+        }
+        p++;
+    }
+}
+
+/* "1.5 MiB": bytes in the largest binary unit that keeps the number >= 1. */
+static void human(char *out, size_t cap, double v) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int k = 0;
+    while (v >= 1024.0 && k < 6) v /= 1024.0, k++;
+    snprintf(out, cap, k ? "%.3g %s" : "%.0f %s", v, unit[k]);
+}
+
+/* Writes a coordinate given in tenths of a pixel: "12", "12.5", "-3.1". */
+static void put_tenths(FILE *f, long long v) {
+    if (v < 0) fputc('-', f), v = -v;
+    fprintf(f, "%lld", v / 10);
+    if (v % 10) fprintf(f, ".%d", (int)(v % 10));
+}
+
+static long long tenths(double px) { return llround(px * 10.0); }
+
+/* ---- geometry --------------------------------------------------------- */
+
+static double x_of(const scale *s, uint64_t t) {
+    return M_LEFT + (double)(t - s->t0) * PLOT_W / (double)(s->t1 - s->t0);
+}
+
+static double y_of(const scale *s, double addr) {
+    return M_TOP + PLOT_H - addr * PLOT_H / s->amax;
+}
+
+/* A step of 1, 2 or 5 times a power of ten giving about `want` ticks. */
+static double nice_step(double range, double want) {
+    double raw = range / want, mag = pow(10.0, floor(log10(raw))), r = raw / mag;
+    return (r < 1.5 ? 1.0 : r < 3.5 ? 2.0 : r < 7.5 ? 5.0 : 10.0) * mag;
+}
+
+/* Colour of key: a hash into hue 0..359, saturation 50..69%, lightness
+ * 62..75%, i.e. light pastels on which dark outlines and text read well. */
+static void colour(char out[8], uint64_t key) {
+    uint64_t h = key + 0x9E3779B97F4A7C15ull;   /* splitmix64 finalizer */
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+    double hue = (double)(h % 360), sat = (50 + (h >> 16) % 20) / 100.0,
+           lig = (62 + (h >> 32) % 14) / 100.0;
+    double c = (1.0 - fabs(2.0 * lig - 1.0)) * sat;
+    double x = c * (1.0 - fabs(fmod(hue / 60.0, 2.0) - 1.0)), m = lig - c / 2.0;
+    double rgb[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
+    const double *v = rgb[(int)(hue / 60.0)];
+    snprintf(out, 8, "#%02x%02x%02x", (unsigned)lround((v[0] + m) * 255),
+             (unsigned)lround((v[1] + m) * 255), (unsigned)lround((v[2] + m) * 255));
+}
+
+/* ---- parts of the picture --------------------------------------------- */
+
+static void put_heading(FILE *f, size_t n, const mp_plan_t *p, uint64_t lb,
+                        const char *title) {
+    char fp[32], lbh[32];
+    human(fp, sizeof fp, (double)p->footprint);
+    human(lbh, sizeof lbh, (double)lb);
+    fputs("<text x=\"90\" y=\"26\" font-size=\"18\" font-weight=\"bold\">", f);
+    if (title && *title) put_text(f, title), fputs(" \xE2\x80\x94 ", f);
+    put_text(f, p->strategy ? p->strategy : "(unnamed strategy)");
+    fprintf(f, "</text>\n<text x=\"90\" y=\"48\" font-size=\"13\" fill=\"#444\">%zu buffers", n);
+    if (p->object) fprintf(f, " in %zu objects", p->n_objects);
+    fprintf(f, " \xC2\xB7 footprint %s \xC2\xB7 lower bound %s", fp, lbh);
+    if (lb) fprintf(f, " \xC2\xB7 footprint / lower bound = %.3f", (double)p->footprint / (double)lb);
+    fputs("</text>\n", f);
+}
+
+/* Grid lines, tick labels and axis names; times on integer ticks, addresses
+ * on ticks that are round in the unit of the top address. */
+static void put_axes(FILE *f, const scale *s) {
+    double bottom = M_TOP + PLOT_H, right = M_LEFT + PLOT_W;
+    fputs("<g stroke=\"#ddd\" stroke-width=\"1\">\n", f);
+    double ts = fmax(1.0, nice_step((double)(s->t1 - s->t0), 10.0));
+    uint64_t step = ts >= 1.8e19 ? UINT64_MAX : (uint64_t)ts, t = s->t0 / step * step;
+    uint64_t tick_t[16];
+    int nt = 0;
+    bool any = true;
+    if (t < s->t0) {   /* round up to a multiple of step, if there is one */
+        if (t > UINT64_MAX - step) any = false;
+        else t += step;
+    }
+    for (; any && t <= s->t1 && nt < 16; nt++) {
+        tick_t[nt] = t;
+        fputs("<line x1=\"", f), put_tenths(f, tenths(x_of(s, t)));
+        fputs("\" x2=\"", f), put_tenths(f, tenths(x_of(s, t)));
+        fprintf(f, "\" y1=\"%.0f\" y2=\"%.0f\"/>\n", M_TOP, bottom + 5);
+        if (t > UINT64_MAX - step) { nt++; break; }
+        t += step;
+    }
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int k = 0;
+    double u = 1.0;
+    while (s->amax / u >= 1024.0 && k < 6) u *= 1024.0, k++;
+    double as = nice_step(s->amax / u, 8.0);
+    int na = 0;
+    for (double a = 0; a * u <= s->amax * (1 + 1e-9) && na < 40; a = ++na * as) {
+        fputs("<line x1=\"85\" x2=\"", f), put_tenths(f, tenths(right));
+        fputs("\" y1=\"", f), put_tenths(f, tenths(y_of(s, a * u)));
+        fputs("\" y2=\"", f), put_tenths(f, tenths(y_of(s, a * u)));
+        fputs("\"/>\n", f);
+    }
+    fputs("</g>\n<g font-size=\"12\" fill=\"#333\" text-anchor=\"middle\">\n", f);
+    for (int i = 0; i < nt; i++) {
+        fputs("<text x=\"", f), put_tenths(f, tenths(x_of(s, tick_t[i])));
+        fprintf(f, "\" y=\"%.0f\">%" PRIu64 "</text>\n", bottom + 19, tick_t[i]);
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">time (operator step; step t spans [t, t+1))</text>\n",
+            M_LEFT + PLOT_W / 2, bottom + 44);
+    fputs("</g>\n<g font-size=\"12\" fill=\"#333\" text-anchor=\"end\">\n", f);
+    for (int i = 0; i < na; i++) {
+        fputs("<text x=\"80\" y=\"", f), put_tenths(f, tenths(y_of(s, i * as * u) + 4));
+        if (i == 0) fputs("\">0</text>\n", f);
+        else fprintf(f, "\">%.6g %s</text>\n", i * as, unit[k]);
+    }
+    fprintf(f, "</g>\n<text font-size=\"12\" fill=\"#333\" text-anchor=\"middle\" "
+               "transform=\"translate(18 %.0f) rotate(-90)\">offset (address)</text>\n",
+            M_TOP + PLOT_H / 2);
+}
+
+static void put_buffers(FILE *f, const mp_buffer_t *b, size_t n, const mp_plan_t *p,
+                        const scale *s) {
+    if (n > SVG_BIG) fputs("<g stroke=\"none\">\n", f);
+    else fputs("<g stroke=\"#000\" stroke-opacity=\"0.55\" stroke-width=\"0.6\">\n", f);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t asz = mp_buffer_aligned_size(&b[i]);
+        if (!asz) asz = b[i].size;   /* overflowing align: draw the raw size */
+        long long x0 = tenths(x_of(s, b[i].first)), x1 = tenths(x_of(s, b[i].last + 1));
+        long long y0 = tenths(y_of(s, (double)p->offset[i]));
+        long long y1 = tenths(y_of(s, (double)p->offset[i] + (double)asz));
+        char fill[8];
+        colour(fill, p->object ? (uint64_t)p->object[i] : b[i].id);
+        /* At least 0.1 px each way, so no buffer vanishes on a large plot. */
+        fputs("<rect x=\"", f), put_tenths(f, x0);
+        fputs("\" y=\"", f), put_tenths(f, y1);
+        fputs("\" width=\"", f), put_tenths(f, x1 - x0 > 0 ? x1 - x0 : 1);
+        fputs("\" height=\"", f), put_tenths(f, y0 - y1 > 0 ? y0 - y1 : 1);
+        fprintf(f, "\" fill=\"%s\"><title>id %" PRIu64 ": %" PRIu64 " B", fill, b[i].id, b[i].size);
+        if (asz != b[i].size) fprintf(f, " (%" PRIu64 " aligned)", asz);
+        fprintf(f, " at %" PRIu64 ", t=[%" PRIu64 ",%" PRIu64 "]", p->offset[i], b[i].first,
+                b[i].last);
+        if (p->object) fprintf(f, ", object %zu", p->object[i]);
+        fputs("</title></rect>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
+/* A horizontal line across the plot at addr with its label in the right
+ * margin, above the line (above = 1) or below it. */
+static void put_level(FILE *f, const scale *s, uint64_t addr, const char *name,
+                      const char *colour_, const char *dash, int above) {
+    long long y = tenths(y_of(s, (double)addr));
+    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"", M_LEFT, M_LEFT + PLOT_W + 6);
+    put_tenths(f, y), fputs("\" y2=\"", f), put_tenths(f, y);
+    fprintf(f, "\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n<text x=\"%.0f\" y=\"", colour_,
+            dash, M_LEFT + PLOT_W + 9);
+    put_tenths(f, y + (above ? -40 : 130));
+    fprintf(f, "\" font-size=\"12\" fill=\"%s\">%s %" PRIu64 "</text>\n", colour_, name, addr);
+}
+
+/* ---- the writer ------------------------------------------------------- */
+
+static scale make_scale(const mp_buffer_t *b, size_t n, const mp_plan_t *p, uint64_t lb) {
+    scale s = {UINT64_MAX, 0, (double)mp__max64(p->footprint, lb)};
+    for (size_t i = 0; i < n; i++) {
+        uint64_t asz = mp_buffer_aligned_size(&b[i]);
+        s.t0 = mp__min64(s.t0, b[i].first);
+        s.t1 = mp__max64(s.t1, b[i].last + 1);
+        s.amax = fmax(s.amax, (double)p->offset[i] + (double)(asz ? asz : b[i].size));
+    }
+    if (n == 0) s.t0 = 0, s.t1 = 1;
+    if (s.t1 <= s.t0) s.t1 = s.t0 + 1;   /* only for last == UINT64_MAX */
+    /* 4% headroom keeps the footprint line off the frame. */
+    s.amax = s.amax > 0 ? s.amax * 1.04 : 1.0;
+    return s;
+}
+
+static void put_svg(FILE *f, const mp_buffer_t *b, size_t n, const mp_plan_t *p, uint64_t lb,
+                    const char *title) {
+    scale s = make_scale(b, n, p, lb);
+    double w = M_LEFT + PLOT_W + M_RIGHT, h = M_TOP + PLOT_H + M_BOTTOM;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
+               "<rect width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n"
+               "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\"/>\n",
+            w, h, w, h, w, h, M_LEFT, M_TOP, PLOT_W, PLOT_H);
+    put_heading(f, n, p, lb, title);
+    put_axes(f, &s);
+    put_buffers(f, b, n, p, &s);
+    put_level(f, &s, p->footprint, "footprint", "#b03020", "", 1);
+    put_level(f, &s, lb, "lower bound", "#1f4f9f", " stroke-dasharray=\"7 4\"", 0);
+    fprintf(f, "<path d=\"M%.0f %.0fV%.0fH%.0f\" fill=\"none\" stroke=\"#555\"/>\n</svg>\n",
+            M_LEFT, M_TOP, M_TOP + PLOT_H, M_LEFT + PLOT_W);
+}
+
+mp_status mp_plan_write_svg(const char *path, const mp_buffer_t *b, size_t n,
+                            const mp_plan_t *plan, uint64_t lower_bound, const char *title) {
+    if (!path) return mp__err(MP_EINVAL, "mp_plan_write_svg: path is NULL");
+    if (!plan || (n && (!b || !plan->offset)))
+        return mp__err(MP_EINVAL, "mp_plan_write_svg: %s is NULL", plan ? "buffer array" : "plan");
+    if (plan->n != n)
+        return mp__err(MP_EINVAL, "mp_plan_write_svg: plan is for %zu buffers, problem has %zu",
+                       plan->n, n);
+    mp__outfile o;
+    mp_status st = mp__out_open(&o, path);
+    if (st != MP_OK) return st;
+    put_svg(o.f, b, n, plan, lower_bound, title);
+    return mp__out_close(&o, true);
+}

@@ -1,0 +1,103 @@
+/* gapfit.c -- the placer behind greedy-size, greedy-breadth and SmartPool.
+ *
+ * Buffers are placed one at a time in an order the strategy chooses.  To
+ * place t we ask the interval index of placed buffers for those whose
+ * lifetime meets t's, sort them by (offset, index) and walk them as
+ * pisarchyk2020 Alg. 3 L.7-20 does: prev is the highest end seen so far, a
+ * gap is [prev, offset_x) and fits t when align_up(prev) + size_t <= offset_x.
+ * The walk visits exactly the free address ranges over t's lifetime below
+ * the highest conflicting end, lowest first; the policy picks one of them
+ * (see gapfit.h), else t goes at align_up(highest conflicting end).
+ *
+ * Cost per buffer: O((k + 1) log n) for the query and O(k log k) for the
+ * sort, k = number of conflicting placed buffers.  On DNN-shaped inputs k
+ * is small, so a whole plan is O(n log n); in the worst case (every buffer
+ * conflicting with every other) it is O(n^2 log n), like Alg. 3 itself. */
+#include "gapfit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+mp_status mp__gapfit_init(mp__gapfit *g, const mp_buffer_t *b, size_t n, uint64_t *offset,
+                          mp__gap_policy policy) {
+    memset(g, 0, sizeof *g);
+    g->b = b;
+    g->offset = offset;
+    g->policy = policy;
+    return mp__itree_init(&g->placed, b, n);
+}
+
+void mp__gapfit_free(mp__gapfit *g) {
+    mp__itree_free(&g->placed);
+    free(g->hit);
+    free(g->key);
+    memset(g, 0, sizeof *g);
+}
+
+/* The offset for t given its conflicting placed buffers x[0..k) sorted by
+ * (offset, index).  Gap sizes are raw (offset_x - prev), as in Alg. 3 L.14;
+ * alignment only decides whether t fits and where in the gap it starts. */
+static uint64_t choose(const mp__gapfit *g, size_t t, const mp__key *x, size_t k) {
+    const uint64_t a = g->b[t].align, s = g->b[t].size;
+    uint64_t prev = 0, best = 0, best_gap = UINT64_MAX;
+    bool found = false;
+    for (size_t j = 0; j < k; j++) {
+        uint64_t ox = x[j].a, cand = mp__align_up(prev, a);
+        if (cand < ox && ox - cand >= s) {
+            if (g->policy == MP__GAP_SMARTPOOL_FIRST) return cand;
+            if (ox - prev < best_gap) { /* strict: ties keep the lower gap */
+                best_gap = ox - prev;
+                best = cand;
+                found = true;
+            }
+        }
+        prev = mp__max64(prev, ox + g->b[x[j].i].size);
+    }
+    /* SmartPool also counts the hole [prev, pool_top) between the highest
+     * conflicting buffer and the top of the pool.  For first fit it is the
+     * same offset as extending the pool, so only best fit needs it. */
+    if (g->policy == MP__GAP_SMARTPOOL_BEST && prev < g->top) {
+        uint64_t cand = mp__align_up(prev, a);
+        if (cand < g->top && g->top - cand >= s && g->top - prev < best_gap) return cand;
+    }
+    return found ? best : mp__align_up(prev, a);
+}
+
+mp_status mp__gapfit_place(mp__gapfit *g, size_t t) {
+    const mp_buffer_t *bt = &g->b[t];
+    g->hit_len = 0;
+    mp_status s = mp__itree_query(&g->placed, bt->first, bt->last, &g->hit, &g->hit_len,
+                                  &g->hit_cap);
+    if (s != MP_OK) return s;
+    size_t k = g->hit_len;
+    if ((s = mp__grow((void **)&g->key, &g->key_cap, k, sizeof *g->key)) != MP_OK) return s;
+    for (size_t j = 0; j < k; j++) g->key[j] = (mp__key){g->offset[g->hit[j]], 0, g->hit[j]};
+    if ((s = mp__sort_keys(g->key, k)) != MP_OK) return s;
+    uint64_t off = choose(g, t, g->key, k);
+    g->offset[t] = off;
+    g->top = mp__max64(g->top, off + bt->size);
+    mp__itree_set(&g->placed, t, true);
+    return MP_OK;
+}
+
+mp_status mp__gapfit_run(const mp_buffer_t *b, size_t n, const size_t *order,
+                         mp__gap_policy policy, uint64_t *offset) {
+    mp__gapfit g;
+    mp_status s = mp__gapfit_init(&g, b, n, offset, policy);
+    for (size_t i = 0; s == MP_OK && i < n; i++) s = mp__gapfit_place(&g, order[i]);
+    mp__gapfit_free(&g);
+    return s;
+}
+
+mp_status mp__order_by_size_desc(const mp_buffer_t *b, size_t n, size_t *idx) {
+    mp__key *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k) return MP__NOMEM();
+    /* Complementing the size turns the ascending sort into a descending one
+     * while the index still breaks ties upward. */
+    for (size_t i = 0; i < n; i++) k[i] = (mp__key){~b[i].size, 0, i};
+    mp_status s = mp__sort_keys(k, n);
+    if (s == MP_OK)
+        for (size_t i = 0; i < n; i++) idx[i] = k[i].i;
+    free(k);
+    return s;
+}

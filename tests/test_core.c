@@ -1,0 +1,178 @@
+/* test_core.c -- validation, lower bounds and the plan checker. */
+#include "core/internal.h"
+#include "gen.h"
+#include "harness.h"
+#include "oracle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* An instance built to have the properties pisarchyk2020 states for its
+ * Fig. 2 (operator #3's breadth is 36+28+16 = 80; the third positional
+ * maximum is max(16,16,16,10) = 16).  Operators are times 0..7:
+ *   op0 {A32}            op1 {A32,B28,C16}    op2 {D36,B28,C16}
+ *   op3 {D36,B28,E16}    op4 {E16,F8}         op5 {G64,F8}
+ *   op6 {G64,I40,H10}    op7 {H10}
+ * Breadths: 32, 76, 80, 80, 24, 72, 114, 10 -> offset bound 114.
+ * Positional maxima: 1st max(32,32,36,36,16,64,64,10) = 64,
+ * 2nd max(28,28,28,8,8,40) = 40, 3rd max(16,16,16,10) = 16 -> objects
+ * bound 64+40+16 = 120.  Naive: 32+28+16+36+16+8+64+10+40 = 250. */
+static const mp_buffer_t fig2[] = {
+    {0, 0, 1, 32, 0}, {1, 1, 3, 28, 0}, {2, 1, 2, 16, 0}, {3, 2, 3, 36, 0}, {4, 3, 4, 16, 0},
+    {5, 4, 5, 8, 0},  {6, 5, 6, 64, 0}, {7, 6, 7, 10, 0}, {8, 6, 6, 40, 0},
+};
+
+static void test_paper_facts(void) {
+    mp_bounds_t bd;
+    MP_CHECK_OK(mp_bounds_compute(fig2, N(fig2), &bd));
+    MP_CHECK_EQ_U64(bd.offsets, 114);
+    MP_CHECK_EQ_U64(bd.objects, 120);
+    MP_CHECK_EQ_U64(bd.naive, 250);
+    MP_CHECK_EQ_U64(bd.peak_count, 3);
+}
+
+/* Alignment rounds sizes up: sizes 10 and 20 with align 16 become 16 and
+ * 32; live together they need 48. */
+static void test_alignment_bounds(void) {
+    mp_buffer_t b[] = {{1, 0, 1, 10, 16}, {2, 1, 2, 20, 16}};
+    mp_bounds_t bd;
+    MP_CHECK_OK(mp_bounds_compute(b, 2, &bd));
+    MP_CHECK_EQ_U64(bd.offsets, 48);
+    MP_CHECK_EQ_U64(bd.naive, 48);
+    MP_CHECK_EQ_U64(bd.objects, 48);
+    MP_CHECK_EQ_U64(mp_buffer_aligned_size(&b[0]), 16);
+}
+
+static void test_validation(void) {
+    struct { mp_buffer_t b[2]; size_t n; mp_status want; const char *text; } cases[] = {
+        {{{1, 5, 3, 8, 0}}, 1, MP_EINVAL, "last 3 < first 5"},
+        {{{1, 0, 3, 0, 0}}, 1, MP_EINVAL, "size 0"},
+        {{{1, 0, 3, 8, 3}}, 1, MP_EINVAL, "not a power of two"},
+        {{{1, 0, UINT64_MAX, 8, 0}}, 1, MP_EINVAL, "last must be"},
+        {{{7, 0, 1, 8, 0}, {7, 2, 3, 8, 0}}, 2, MP_EINVAL, "duplicate id 7"},
+        {{{1, 0, 1, UINT64_MAX / 2 + 1, 0}, {2, 0, 1, UINT64_MAX / 2 + 1, 0}}, 2, MP_EOVERFLOW,
+         "overflows"},
+        {{{1, 0, 1, UINT64_MAX, 2}}, 1, MP_EOVERFLOW, "overflows"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        mp_status s = mp_problem_validate(cases[i].b, cases[i].n);
+        MP_CHECK(s == cases[i].want);
+        if (!MP_CHECK(strstr(mp_last_error(), cases[i].text) != NULL))
+            fprintf(stderr, "  case %zu: '%s'\n", i, mp_last_error());
+        mp_plan_t p;
+        MP_CHECK(mp_plan_compute(cases[i].b, cases[i].n, "naive", &p) == cases[i].want);
+        MP_CHECK(p.offset == NULL);
+    }
+    mp_plan_t p;
+    MP_CHECK(mp_plan_compute(fig2, N(fig2), "no-such", &p) == MP_ENOTFOUND);
+    MP_CHECK_OK(mp_problem_validate(NULL, 0));
+}
+
+/* Hand-made plans for the checker. */
+static void test_checker_cases(void) {
+    /* a [0,1] 10 B, b [1,2] 10 B (conflict at t=1), c [2,3] 10 B. */
+    mp_buffer_t b[] = {{1, 0, 1, 10, 0}, {2, 1, 2, 10, 0}, {3, 2, 3, 10, 0}};
+    uint64_t good[] = {0, 10, 0};        /* a and c share: they never meet */
+    uint64_t overlap[] = {0, 9, 0};      /* b starts inside a while both live */
+    uint64_t touch[] = {0, 10, 10};      /* b and c meet at t=2 */
+    mp_plan_t p = {.n = 3, .offset = good, .footprint = 20};
+    MP_CHECK_OK(mp_plan_check(b, 3, &p, NULL));
+    p.footprint = 30;
+    MP_CHECK(mp_plan_check(b, 3, &p, NULL) == MP_ECONFLICT);
+    MP_CHECK(strstr(mp_last_error(), "claims footprint 30") != NULL);
+    p = (mp_plan_t){.n = 3, .offset = overlap, .footprint = 19};
+    mp_check_report_t r;
+    MP_CHECK(mp_plan_check(b, 3, &p, &r) == MP_ECONFLICT);
+    MP_CHECK(r.first_bad == 1 && r.second_bad == 0);
+    MP_CHECK(strstr(mp_last_error(), "buffers 2 [1,2]") != NULL);
+    p = (mp_plan_t){.n = 3, .offset = touch, .footprint = 20};
+    MP_CHECK(mp_plan_check(b, 3, &p, NULL) == MP_ECONFLICT);
+    /* Alignment: with align 8 buffer a must sit at a multiple of 8. */
+    mp_buffer_t al[] = {{1, 0, 1, 10, 8}};
+    uint64_t off5[] = {5}, off8[] = {8};
+    p = (mp_plan_t){.n = 1, .offset = off5, .footprint = 21};
+    MP_CHECK(mp_plan_check(al, 1, &p, NULL) == MP_ECONFLICT);
+    MP_CHECK(strstr(mp_last_error(), "not a multiple of align 8") != NULL);
+    p = (mp_plan_t){.n = 1, .offset = off8, .footprint = 24};
+    MP_CHECK_OK(mp_plan_check(al, 1, &p, NULL));
+    /* Objects: a and b share object 0 while both live at t=1. */
+    size_t obj_bad[] = {0, 0, 1}, obj_good[] = {0, 1, 0};
+    uint64_t sz2[] = {10, 10}, sz_small[] = {5, 10};
+    uint64_t off_obj_bad[] = {0, 0, 10}, off_obj_good[] = {0, 10, 0};
+    p = (mp_plan_t){3, off_obj_bad, 20, obj_bad, sz2, 2, "x"};
+    MP_CHECK(mp_plan_check(b, 3, &p, NULL) == MP_ECONFLICT);
+    p = (mp_plan_t){3, off_obj_good, 20, obj_good, sz2, 2, "x"};
+    MP_CHECK_OK(mp_plan_check(b, 3, &p, NULL));
+    p = (mp_plan_t){3, off_obj_good, 20, obj_good, sz_small, 2, "x"};
+    MP_CHECK(mp_plan_check(b, 3, &p, NULL) == MP_ECONFLICT);
+    MP_CHECK(strstr(mp_last_error(), "exceeds its object") != NULL);
+}
+
+/* O(n^2) verdict: any conflicting pair overlapping in address? */
+static bool pairwise_valid(const mp_buffer_t *b, size_t n, const uint64_t *off) {
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (mp__overlap(&b[i], &b[j]) && off[i] < off[j] + b[j].size &&
+                off[j] < off[i] + b[i].size)
+                return false;
+    return true;
+}
+
+static void test_checker_random(void) {
+    uint64_t st = 42;
+    long agree = 0, valid_seen = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = 1 + mp_gen_next(&st) % 40;
+        mp_buffer_t *b = malloc(n * sizeof *b);
+        uint64_t *off = malloc(n * sizeof *off);
+        mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), st);
+        for (size_t i = 0; i < n; i++) b[i].align = 0;
+        /* Offsets from a valid plan, then perturb some to make conflicts. */
+        mp_plan_t p;
+        MP_CHECK_OK(mp_plan_compute(b, n, "naive", &p));
+        memcpy(off, p.offset, n * sizeof *off);
+        uint64_t span = p.footprint;
+        mp_plan_free(&p);
+        for (size_t i = 0; i < n; i++)
+            if (mp_gen_next(&st) % 3 == 0) off[i] = mp_gen_next(&st) % (span / 2 + 1);
+        mp_buffer_t *nb;
+        MP_CHECK_OK(mp__normalize(b, n, &nb));
+        p = (mp_plan_t){.n = n, .offset = off, .footprint = mp__footprint(nb, n, off)};
+        bool want = pairwise_valid(nb, n, off);
+        bool got = mp_plan_check(b, n, &p, NULL) == MP_OK;
+        agree += want == got;
+        valid_seen += want;
+        if (want != got) fprintf(stderr, "checker disagrees with pairwise oracle, n=%zu\n", n);
+        free(nb), free(b), free(off);
+    }
+    MP_CHECK_EQ_U64(agree, 3000);
+    MP_CHECK(valid_seen > 100 && valid_seen < 2900); /* both verdicts exercised */
+}
+
+static void test_bounds_random(void) {
+    uint64_t st = 7;
+    long agree = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = 1 + mp_gen_next(&st) % 60;
+        mp_buffer_t *b = malloc(n * sizeof *b);
+        mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), st + iter);
+        mp_bounds_t fast, slow;
+        MP_CHECK_OK(mp_bounds_compute(b, n, &fast));
+        oracle_bounds(b, n, &slow);
+        agree += !memcmp(&fast, &slow, sizeof fast);
+        free(b);
+    }
+    MP_CHECK_EQ_U64(agree, 3000);
+}
+
+int main(void) {
+    test_paper_facts();
+    test_alignment_bounds();
+    test_validation();
+    test_checker_cases();
+    test_checker_random();
+    test_bounds_random();
+    return mp_test_finish("test_core");
+}

@@ -1,0 +1,43 @@
+/* cli.h -- what the memplan subcommands share: exit codes, loading the
+ * problem (from a records file or a built-in model), number formatting. */
+#ifndef MEMPLAN_CLI_H
+#define MEMPLAN_CLI_H
+
+#include "memplan.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_INPUT = 2 };
+
+/* Loads buffers from path, or from the built-in model if model is set.
+ * Prints the error and returns EXIT_INPUT on failure. */
+int cli_load(const char *path, const char *model, mp_buffer_t **b, size_t *n);
+
+/* Applies a default alignment to buffers that have none. */
+void cli_default_align(mp_buffer_t *b, size_t n, uint64_t align);
+
+/* Parses a positive decimal option value; prints an error on failure. */
+bool cli_parse_u64(const char *opt, const char *text, uint64_t *out);
+
+/* "4.594 MiB"-style rendering into buf. */
+const char *cli_human(uint64_t bytes, char *buf, size_t len);
+
+/* Milliseconds of a monotonic clock. */
+double cli_now_ms(void);
+
+/* Built-in models (tools/models.c). */
+typedef struct cli_model {
+    const char *name;
+    const char *about;
+    mp_status (*build)(mp_buffer_t **b, size_t *n);
+} cli_model;
+const cli_model *cli_models(size_t *count);
+
+int cmd_plan(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bounds(int argc, char **argv);
+int cmd_strategies(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+
+#endif

@@ -1,0 +1,205 @@
+/* cmd_plan.c -- `memplan plan`: plan a problem with one or every strategy,
+ * prove each plan with the checker, print a table (or JSON), and write the
+ * best plan as CSV and/or SVG. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE] [--json]\n"
+    "                    [--align N] (RECORDS.csv | --model NAME)\n"
+    "\n"
+    "Plans the buffers of RECORDS.csv (header id,first,last,size with inclusive\n"
+    "times, or id,lower,upper,size half-open) and prints, per strategy, the\n"
+    "footprint, its ratio to the lower bound, whether the checker proved it valid,\n"
+    "and the planning time.\n"
+    "\n"
+    "  --strategy NAME  a strategy from 'memplan strategies', 'all', or 'auto' (default)\n"
+    "  -o FILE          write the best plan as CSV: id,offset,size[,object]\n"
+    "  --svg FILE       draw the best plan (time across, address up)\n"
+    "  --json           print one JSON object instead of the table\n"
+    "  --align N        alignment for buffers that give none (default 1)\n"
+    "  --model NAME     plan a built-in model instead of a file ('memplan models')\n"
+    "\n"
+    "Exit status: 0 done, 2 bad usage or malformed input (file:line:field named).\n";
+
+typedef struct opts {
+    const char *strategy, *out, *svg, *path, *model;
+    bool json;
+    uint64_t align;
+} opts;
+
+typedef struct result {
+    const char *name;
+    mp_plan_t plan;
+    double ms;
+    bool valid, skipped, ran;
+} result;
+
+static int parse(int argc, char **argv, opts *o) {
+    *o = (opts){.strategy = "auto", .align = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (more && !strcmp(a, "--strategy")) {
+            o->strategy = argv[++i];
+        } else if (more && !strcmp(a, "-o")) {
+            o->out = argv[++i];
+        } else if (more && !strcmp(a, "--svg")) {
+            o->svg = argv[++i];
+        } else if (more && !strcmp(a, "--model")) {
+            o->model = argv[++i];
+        } else if (more && !strcmp(a, "--align")) {
+            if (!cli_parse_u64("--align", argv[++i], &o->align)) return EXIT_INPUT;
+            if (o->align & (o->align - 1)) {
+                fprintf(stderr, "memplan: --align must be a power of two\n");
+                return EXIT_INPUT;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "memplan plan: unknown or incomplete option '%s'\n%s", a, help);
+            return EXIT_INPUT;
+        } else if (o->path) {
+            fprintf(stderr, "memplan plan: more than one records file\n");
+            return EXIT_INPUT;
+        } else {
+            o->path = a;
+        }
+    }
+    if (!o->path == !o->model) {
+        fprintf(stderr, "memplan plan: give one records file or --model NAME\n%s", help);
+        return EXIT_INPUT;
+    }
+    if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy)) {
+        fprintf(stderr, "memplan plan: unknown strategy '%s' (see 'memplan strategies')\n",
+                o->strategy);
+        return EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+/* Runs and checks one strategy; returns false on a planner failure. */
+static bool run(const mp_buffer_t *b, size_t n, result *r) {
+    const mp_strategy_info_t *info = mp_strategy_find(r->name);
+    if (info->all_limit && n > info->all_limit && r->skipped) return true;
+    r->skipped = false;
+    if (n >= 100000) fprintf(stderr, "memplan: planning %zu buffers with %s...\n", n, r->name);
+    double t0 = cli_now_ms();
+    mp_status s = mp_plan_compute(b, n, r->name, &r->plan);
+    r->ms = cli_now_ms() - t0;
+    if (s != MP_OK) {
+        fprintf(stderr, "memplan: %s: %s\n", r->name, mp_last_error());
+        return false;
+    }
+    r->ran = true;
+    r->valid = mp_plan_check(b, n, &r->plan, NULL) == MP_OK;
+    if (!r->valid) fprintf(stderr, "memplan: %s made an invalid plan: %s\n", r->name, mp_last_error());
+    return true;
+}
+
+static double ratio(uint64_t f, uint64_t lb) { return lb ? (double)f / (double)lb : 1.0; }
+
+static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t n,
+                        const result *best) {
+    char h1[32], h2[32], h3[32];
+    printf("%zu buffers; naive %s, lower bound %s (offsets), %s (shared objects)\n\n", n,
+           cli_human(bd->naive, h1, sizeof h1), cli_human(bd->offsets, h2, sizeof h2),
+           cli_human(bd->objects, h3, sizeof h3));
+    printf("%-30s %16s %12s %7s %6s %10s\n", "strategy", "footprint", "", "ratio", "valid", "ms");
+    for (size_t i = 0; i < k; i++) {
+        if (!r[i].ran) {
+            printf("%-30s %16s %12s %7s %6s %10s\n", r[i].name, "skipped", "", "", "", "");
+            continue;
+        }
+        printf("%-30s %16llu %12s %7.4f %6s %10.3f%s\n", r[i].name,
+               (unsigned long long)r[i].plan.footprint, cli_human(r[i].plan.footprint, h1, sizeof h1),
+               ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "yes" : "NO", r[i].ms,
+               &r[i] == best ? "  *" : "");
+    }
+    if (best)
+        printf("\nbest: %s%s\n", best->name,
+               best->plan.footprint == bd->offsets ? " (meets the lower bound: optimal)" : "");
+    for (size_t i = 0; i < k; i++)
+        if (!r[i].ran)
+            printf("skipped %s: above %zu buffers (see 'memplan strategies')\n", r[i].name,
+                   mp_strategy_find(r[i].name)->all_limit);
+}
+
+static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t n,
+                       const result *best) {
+    printf("{\"buffers\":%zu,\"naive\":%llu,\"lower_bound\":%llu,\"objects_lower_bound\":%llu,"
+           "\"results\":[",
+           n, (unsigned long long)bd->naive, (unsigned long long)bd->offsets,
+           (unsigned long long)bd->objects);
+    const char *sep = "";
+    for (size_t i = 0; i < k; i++) {
+        if (!r[i].ran) continue;
+        printf("%s{\"strategy\":\"%s\",\"footprint\":%llu,\"ratio\":%.6f,\"valid\":%s,\"ms\":%.3f}",
+               sep, r[i].name, (unsigned long long)r[i].plan.footprint,
+               ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "true" : "false", r[i].ms);
+        sep = ",";
+    }
+    printf("],\"skipped\":[");
+    sep = "";
+    for (size_t i = 0; i < k; i++)
+        if (!r[i].ran) printf("%s\"%s\"", sep, r[i].name), sep = ",";
+    printf("],\"best\":\"%s\"}\n", best ? best->name : "");
+}
+
+static int write_outputs(const opts *o, const mp_buffer_t *b, size_t n, const result *best,
+                         uint64_t lb) {
+    if (!best) return EXIT_OK;
+    char title[512];
+    snprintf(title, sizeof title, "%s", o->model ? o->model : o->path);
+    if ((o->out && mp_plan_write_csv(o->out, b, n, &best->plan) != MP_OK) ||
+        (o->svg && mp_plan_write_svg(o->svg, b, n, &best->plan, lb, title) != MP_OK)) {
+        fprintf(stderr, "memplan: %s\n", mp_last_error());
+        return EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+int cmd_plan(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    mp_buffer_t *b = NULL;
+    size_t n = 0;
+    if ((rc = cli_load(o.path, o.model, &b, &n)) != EXIT_OK) return rc;
+    cli_default_align(b, n, o.align);
+    mp_bounds_t bd;
+    size_t ns = mp_strategy_count(), k = 0;
+    result *r = calloc(ns, sizeof *r);
+    if (!r || mp_bounds_compute(b, n, &bd) != MP_OK) {
+        fprintf(stderr, "memplan: %s\n", r ? mp_last_error() : "out of memory");
+        free(r), free(b);
+        return EXIT_INPUT;
+    }
+    bool all = !strcmp(o.strategy, "all");
+    for (size_t i = 0; i < ns; i++) {
+        const mp_strategy_info_t *info = mp_strategy_info(i);
+        if (all ? info->kind == MP_KIND_META : strcmp(info->name, o.strategy)) continue;
+        r[k] = (result){.name = info->name, .skipped = all};
+        if (!run(b, n, &r[k++])) rc = EXIT_INPUT;
+    }
+    const result *best = NULL;
+    for (size_t i = 0; i < k; i++)
+        if (r[i].ran && r[i].valid && (!best || r[i].plan.footprint < best->plan.footprint))
+            best = &r[i];
+    if (rc == EXIT_OK) {
+        if (o.json) print_json(r, k, &bd, n, best);
+        else print_table(r, k, &bd, n, best);
+        rc = write_outputs(&o, b, n, best, bd.offsets);
+        for (size_t i = 0; i < k; i++)
+            if (r[i].ran && !r[i].valid) rc = EXIT_INVALID;
+    }
+    for (size_t i = 0; i < k; i++) mp_plan_free(&r[i].plan);
+    free(r);
+    free(b);
+    return rc;
+}
