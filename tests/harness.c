@@ -47,7 +47,13 @@ uint64_t mp_test_plan(const mp_buffer_t *b, size_t n, const char *strategy, mp_p
     }
     bool ok = MP_CHECK_OK(mp_plan_check(b, n, &p, NULL));
     ok &= MP_CHECK(p.footprint >= bd.offsets);
-    ok &= MP_CHECK(p.footprint <= bd.naive);
+    /* Never worse than naive -- when all buffers share one alignment.  The
+     * papers' strategies ignore alignment, and with mixed alignments their
+     * padding can exceed the naive sum, which needs none. */
+    bool uniform = true;
+    for (size_t i = 1; i < n; i++)
+        uniform &= (b[i].align > 1 ? b[i].align : 1) == (b[0].align > 1 ? b[0].align : 1);
+    if (uniform) ok &= MP_CHECK(p.footprint <= bd.naive);
     if (p.object) ok &= MP_CHECK(p.footprint >= bd.objects || n == 0);
     if (!ok) fprintf(stderr, "  strategy %s, n=%zu\n", strategy, n);
     uint64_t f = ok ? p.footprint : 0;

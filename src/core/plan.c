@@ -74,24 +74,35 @@ mp_status mp__plan_from_objects(const mp_buffer_t *b, size_t n, size_t *object, 
     uint64_t *osz = calloc(k ? k : 1, sizeof *osz);
     uint64_t *oal = calloc(k ? k : 1, sizeof *oal);
     uint64_t *off = malloc((n ? n : 1) * sizeof *off);
-    if (!osz || !oal || !off) {
-        free(osz), free(oal), free(off), free(object);
-        return MP__NOMEM();
-    }
-    for (size_t i = 0; i < n; i++) {
+    mp__key *ord = malloc((k ? k : 1) * sizeof *ord);
+    mp_status s = osz && oal && off && ord ? MP_OK : MP__NOMEM();
+    for (size_t i = 0; s == MP_OK && i < n; i++) {
         osz[object[i]] = mp__max64(osz[object[i]], b[i].size);
         oal[object[i]] = mp__max64(oal[object[i]], b[i].align);
     }
-    /* Object start = running end aligned up; object sizes are sums of at
-     * most n validated aligned sizes, so nothing here overflows. */
-    uint64_t *start = oal, end = 0;
-    for (size_t o = 0; o < k; o++) {
-        uint64_t s = mp__align_up(end, oal[o] ? oal[o] : 1);
-        end = s + osz[o];
-        start[o] = s;
+    /* An object is as large as its largest member, rounded up to its
+     * largest alignment (never more than the members' sum).  Objects are
+     * laid out by decreasing alignment, then number: every start is then a
+     * multiple of every later alignment, so no padding is ever needed and
+     * the footprint is the sum of object sizes. */
+    for (size_t o = 0; s == MP_OK && o < k; o++) {
+        oal[o] = oal[o] ? oal[o] : 1;
+        osz[o] = mp__align_up(osz[o], oal[o]);
+        ord[o] = (mp__key){UINT64_MAX - oal[o], 0, o};
     }
-    for (size_t i = 0; i < n; i++) off[i] = start[object[i]];
+    if (s == MP_OK) s = mp__sort_keys(ord, k);
+    uint64_t end = 0;
+    for (size_t j = 0; s == MP_OK && j < k; j++) {
+        oal[ord[j].i] = end; /* oal now holds each object's start */
+        end += osz[ord[j].i];
+    }
+    for (size_t i = 0; s == MP_OK && i < n; i++) off[i] = oal[object[i]];
     free(oal);
+    free(ord);
+    if (s != MP_OK) {
+        free(osz), free(off), free(object);
+        return s;
+    }
     out->n = n;
     out->offset = off;
     out->object = object;
