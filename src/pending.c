@@ -4,8 +4,3 @@
 #include "core/internal.h"
 #define PENDING_OFF(fn) mp_status fn(const mp_buffer_t *b, size_t n, uint64_t *o) { (void)b; (void)n; (void)o; return mp__err(MP_EINVAL, #fn " pending"); }
 #define PENDING_OBJ(fn) mp_status fn(const mp_buffer_t *b, size_t n, size_t *o, size_t *k) { (void)b; (void)n; (void)o; (void)k; return mp__err(MP_EINVAL, #fn " pending"); }
-PENDING_OBJ(mp__objects_greedy_size)
-PENDING_OBJ(mp__objects_greedy_size_improved)
-PENDING_OBJ(mp__objects_greedy_breadth)
-PENDING_OBJ(mp__objects_inorder)
-PENDING_OBJ(mp__objects_mincostflow)

@@ -38,8 +38,9 @@ int mp_test_finish(const char *suite) {
 }
 
 uint64_t mp_test_plan(const mp_buffer_t *b, size_t n, const char *strategy, mp_plan_t *keep) {
-    mp_plan_t p;
+    mp_plan_t p = {0};
     mp_bounds_t bd;
+    if (keep) *keep = p;
     if (!MP_CHECK_OK(mp_bounds_compute(b, n, &bd))) return 0;
     if (!MP_CHECK_OK(mp_plan_compute(b, n, strategy, &p))) {
         fprintf(stderr, "  strategy %s\n", strategy);

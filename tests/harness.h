@@ -26,7 +26,8 @@ int mp_test_finish(const char *suite);
 
 /* Plans b with strategy, runs the checker on the result and checks
  * lower bound <= footprint <= naive; returns the footprint (0 on failure)
- * and, if keep is not NULL, hands the plan over instead of freeing it. */
+ * and, if keep is not NULL, hands the plan over instead of freeing it
+ * (always: a zeroed plan if planning failed; the caller frees it). */
 uint64_t mp_test_plan(const mp_buffer_t *b, size_t n, const char *strategy, mp_plan_t *keep);
 
 /* Builds an offsets-only plan around a caller's offsets and runs the

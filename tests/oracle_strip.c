@@ -27,31 +27,36 @@ static void merge_equal(line *ln, size_t *cnt) {
 mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
     if (n == 0) return MP_OK;
     line *ln = malloc((2 * n + 3) * sizeof *ln);
-    bool *done = calloc(n, sizeof *done);
-    if (!ln || !done) {
-        free(ln), free(done);
+    size_t *todo = malloc(n * sizeof *todo); /* unplaced, by index */
+    if (!ln || !todo) {
+        free(ln), free(todo);
         return MP__NOMEM();
     }
     uint64_t t0 = b[0].first, t1 = b[0].last;
     for (size_t i = 0; i < n; i++) t0 = mp__min64(t0, b[i].first), t1 = mp__max64(t1, b[i].last);
-    size_t cnt = 1;
+    for (size_t i = 0; i < n; i++) todo[i] = i;
+    size_t cnt = 1, left = n;
     ln[0] = (line){t0, t1, 0};
-    for (size_t placed = 0; placed < n;) {
+    while (left > 0) {
         size_t k = 0; /* the lowest line; the first one found is the leftmost */
         for (size_t j = 1; j < cnt; j++)
             if (ln[j].h < ln[k].h) k = j;
-        size_t x = n; /* the longest fitting buffer; strict > keeps the lowest index */
-        for (size_t i = 0; i < n; i++) {
-            if (done[i] || b[i].first < ln[k].l || b[i].last > ln[k].r) continue;
-            if (x == n || b[i].last - b[i].first > b[x].last - b[x].first) x = i;
+        size_t xk = left; /* the longest fitting buffer; strict > keeps the lowest index */
+        uint64_t l = ln[k].l, r = ln[k].r, best = 0;
+        for (size_t j = 0; j < left; j++) {
+            const mp_buffer_t *y = &b[todo[j]];
+            if (y->first < l || y->last > r) continue;
+            if (xk == left || y->last - y->first > best) xk = j, best = y->last - y->first;
         }
-        if (x == n) { /* lift up to the lower neighbour; equal lines then merge */
+        if (xk == left) { /* lift up to the lower neighbour; equal lines then merge */
             uint64_t hl = k > 0 ? ln[k - 1].h : UINT64_MAX;
             uint64_t hr = k + 1 < cnt ? ln[k + 1].h : UINT64_MAX;
             ln[k].h = mp__min64(hl, hr);
             merge_equal(ln, &cnt);
             continue;
         }
+        size_t x = todo[xk];
+        memmove(&todo[xk], &todo[xk + 1], (--left - xk) * sizeof *todo);
         line old = ln[k];
         line piece[3];
         size_t np = 0;
@@ -63,10 +68,8 @@ mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
         memcpy(&ln[k], piece, np * sizeof *ln);
         cnt += np - 1;
         merge_equal(ln, &cnt);
-        done[x] = true;
-        placed++;
     }
-    free(ln), free(done);
+    free(ln), free(todo);
     return MP_OK;
 }
 

@@ -199,22 +199,26 @@ static void test_tiny(void) {
     }
 }
 
-/* Fast form == oracle, byte for byte; fast form run twice identical; both
- * plans checked.  full: also plan through the public entry point (bounds
- * and "footprint <= sum of sizes", which alignment padding may break). */
+/* Fast form == oracle, byte for byte, and the plan checked.  full (on a
+ * sample, to keep the run short under ASan): also the fast form run twice
+ * gives the same offsets, and the plan through the public entry point
+ * passes mp_test_plan (bounds and "footprint <= sum of sizes", which
+ * alignment padding may break, so not used on aligned shapes). */
 static void compare(const mp_buffer_t *raw, size_t n, const char *what, uint64_t seed, bool full) {
     mp_buffer_t *b;
     if (!MP_CHECK_OK(mp__normalize(raw, n, &b))) return;
     uint64_t *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g), *o = malloc(n * sizeof *o);
     for (size_t s = 0; s < N_OF(strat); s++) {
         bool ok = MP_CHECK_OK(strat[s].fast(b, n, f));
-        ok &= MP_CHECK_OK(strat[s].fast(b, n, g));
         ok &= MP_CHECK_OK(strat[s].oracle(b, n, o));
-        ok &= MP_CHECK(memcmp(f, g, n * sizeof *f) == 0);
-        ok &= MP_CHECK(memcmp(f, o, n * sizeof *f) == 0);
         ok &= MP_CHECK(mp_test_check_offsets(raw, n, f));
-        ok &= MP_CHECK(mp_test_check_offsets(raw, n, o));
-        if (full) ok &= MP_CHECK(mp_test_plan(raw, n, strat[s].name, NULL) == mp__footprint(b, n, f));
+        if (!MP_CHECK(memcmp(f, o, n * sizeof *f) == 0))
+            ok = MP_CHECK(mp_test_check_offsets(raw, n, o)) && false;
+        if (full) {
+            ok &= MP_CHECK_OK(strat[s].fast(b, n, g));
+            ok &= MP_CHECK(memcmp(f, g, n * sizeof *f) == 0);
+            ok &= MP_CHECK(mp_test_plan(raw, n, strat[s].name, NULL) == mp__footprint(b, n, f));
+        }
         if (!ok)
             fprintf(stderr, "  %s on %s n=%zu seed=%llu\n", strat[s].name, what, n,
                     (unsigned long long)seed);
@@ -238,7 +242,7 @@ static void test_random_shapes(void) {
                     b[i].last += UINT64_MAX - 1 - hi;
                 }
             }
-            compare(b, n, mp_gen_shape_name[shape], seed, shape != MP_GEN_UNIFORM);
+            compare(b, n, mp_gen_shape_name[shape], seed, shape != MP_GEN_UNIFORM && seed % 10 == 1);
         }
     free(b);
 }
@@ -249,7 +253,7 @@ static void test_random_dnn_large(int count) {
     mp_buffer_t *b = malloc(N * sizeof *b);
     for (int seed = 1; seed <= count; seed++) {
         mp_gen_problem(b, N, MP_GEN_DNN, 5000 + (uint64_t)seed);
-        compare(b, N, "dnn-2000", 5000 + (uint64_t)seed, true);
+        compare(b, N, "dnn-2000", 5000 + (uint64_t)seed, seed <= 10);
     }
     free(b);
 }

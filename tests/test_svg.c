@@ -38,9 +38,12 @@ static char *slurp(const char *path, size_t *len) {
     return s;
 }
 
+/* Occurrences of needle; a plain loop, since ASan's strstr re-measures the
+ * haystack on every call and made this quadratic on large files. */
 static size_t count(const char *s, const char *needle) {
     size_t k = 0, len = strlen(needle);
-    for (const char *p = s; (p = strstr(p, needle)) != NULL; p += len) k++;
+    for (const char *p = s; *p; p++)
+        if (*p == needle[0] && strncmp(p, needle, len) == 0) k++, p += len - 1;
     return k;
 }
 
@@ -73,31 +76,33 @@ static char *check_file(const char *path, const mp_buffer_t *b, size_t n) {
     return s;
 }
 
-/* A naive plan, derived by hand: naive places buffers in input order, each
- * at the end of the previous one rounded up to its alignment.
- *   id 10: size 100, t=[0,1]          -> offset 0,   ends 100
- *   id 11: size 50 align 64, t=[1,2]  -> aligned 64, offset align_up(100,64)
- *                                        = 128, ends 192
- *   id 12: size 30, t=[3,3]           -> offset 192, ends 222 = footprint
+/* A naive plan, derived by hand: naive lays buffers end to end by
+ * decreasing alignment, then input order, so no padding is needed.
+ *   id 11: size 50 align 64, t=[1,2]  -> aligned 64, offset 0,  ends 64
+ *   id 10: size 100, t=[0,1]          -> offset 64,  ends 164
+ *   id 12: size 30, t=[3,3]           -> offset 164, ends 194 = footprint
  * Lower bound = most bytes live at one time: at t=1 ids 10 and 11 live,
  * 100 + 64 = 164; at t=3 only 30. */
 static void test_naive(void) {
     mp_buffer_t b[3] = {{10, 0, 1, 100, 0}, {11, 1, 2, 50, 64}, {12, 3, 3, 30, 0}};
     mp_plan_t p;
     mp_bounds_t bd;
-    if (!MP_CHECK_EQ_U64(mp_test_plan(b, 3, "naive", &p), 222)) return;
+    if (!MP_CHECK_EQ_U64(mp_test_plan(b, 3, "naive", &p), 194)) {
+        mp_plan_free(&p);
+        return;
+    }
     MP_CHECK_OK(mp_bounds_compute(b, 3, &bd));
     MP_CHECK_EQ_U64(bd.offsets, 164);
     const char *path = path_of("naive.svg");
     MP_CHECK_OK(mp_plan_write_svg(path, b, 3, &p, bd.offsets, "three buffers"));
     char *s = check_file(path, b, 3);
     if (s) {
-        MP_CHECK(strstr(s, "<title>id 10: 100 B at 0, t=[0,1]</title>") != NULL);
-        MP_CHECK(strstr(s, "<title>id 11: 50 B (64 aligned) at 128, t=[1,2]</title>") != NULL);
-        MP_CHECK(strstr(s, "<title>id 12: 30 B at 192, t=[3,3]</title>") != NULL);
+        MP_CHECK(strstr(s, "<title>id 10: 100 B at 64, t=[0,1]</title>") != NULL);
+        MP_CHECK(strstr(s, "<title>id 11: 50 B (64 aligned) at 0, t=[1,2]</title>") != NULL);
+        MP_CHECK(strstr(s, "<title>id 12: 30 B at 164, t=[3,3]</title>") != NULL);
         MP_CHECK(strstr(s, ">lower bound 164</text>") != NULL);
         MP_CHECK(strstr(s, "stroke-dasharray") != NULL);
-        MP_CHECK(strstr(s, ">footprint 222</text>") != NULL);
+        MP_CHECK(strstr(s, ">footprint 194</text>") != NULL);
         MP_CHECK(strstr(s, "three buffers \xE2\x80\x94 naive</text>") != NULL);
     }
     free(s);
@@ -144,7 +149,10 @@ static void test_hand_plan(void) {
 static void test_objects(void) {
     mp_buffer_t b[2] = {{5, 0, 2, 64, 0}, {6, 1, 3, 32, 0}};
     mp_plan_t p;
-    if (!MP_CHECK(mp_test_plan(b, 2, "objects-naive", &p) == 96)) return;
+    if (!MP_CHECK(mp_test_plan(b, 2, "objects-naive", &p) == 96)) {
+        mp_plan_free(&p);
+        return;
+    }
     const char *path = path_of("objects.svg");
     MP_CHECK_OK(mp_plan_write_svg(path, b, 2, &p, 96, "objects"));
     char *s = check_file(path, b, 2);

@@ -108,15 +108,18 @@ static double nice_step(double range, double want) {
     return (r < 1.5 ? 1.0 : r < 3.5 ? 2.0 : r < 7.5 ? 5.0 : 10.0) * mag;
 }
 
-/* Colour of key: a hash into hue 0..359, saturation 50..69%, lightness
- * 62..75%, i.e. light pastels on which dark outlines and text read well. */
+/* Colour of key.  The hue steps by the golden angle (Fibonacci hashing:
+ * frac(key * 0.618...) in 64-bit fixed point), so consecutive ids or
+ * object numbers, which often sit side by side, differ by ~137 degrees;
+ * a hash varies saturation (50..69%) and lightness (62..75%) a little.
+ * Light pastels keep dark outlines and text readable. */
 static void colour(char out[8], uint64_t key) {
+    double hue = (double)((key * 0x9E3779B97F4A7C15ull) >> 40) * 360.0 / 16777216.0;
     uint64_t h = key + 0x9E3779B97F4A7C15ull;   /* splitmix64 finalizer */
     h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
     h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
     h ^= h >> 31;
-    double hue = (double)(h % 360), sat = (50 + (h >> 16) % 20) / 100.0,
-           lig = (62 + (h >> 32) % 14) / 100.0;
+    double sat = (50 + h % 20) / 100.0, lig = (62 + (h >> 32) % 14) / 100.0;
     double c = (1.0 - fabs(2.0 * lig - 1.0)) * sat;
     double x = c * (1.0 - fabs(fmod(hue / 60.0, 2.0) - 1.0)), m = lig - c / 2.0;
     double rgb[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
@@ -274,7 +277,8 @@ mp_status mp_plan_write_svg(const char *path, const mp_buffer_t *b, size_t n,
                             const mp_plan_t *plan, uint64_t lower_bound, const char *title) {
     if (!path) return mp__err(MP_EINVAL, "mp_plan_write_svg: path is NULL");
     if (!plan || (n && (!b || !plan->offset)))
-        return mp__err(MP_EINVAL, "mp_plan_write_svg: %s is NULL", plan ? "buffer array" : "plan");
+        return mp__err(MP_EINVAL, "mp_plan_write_svg: %s is NULL",
+                       !plan ? "plan" : !b ? "buffer array" : "plan->offset");
     if (plan->n != n)
         return mp__err(MP_EINVAL, "mp_plan_write_svg: plan is for %zu buffers, problem has %zu",
                        plan->n, n);

@@ -63,11 +63,69 @@ static uint64_t choose(const mp__gapfit *g, size_t t, const mp__key *x, size_t k
     return found ? best : mp__align_up(prev, a);
 }
 
+/* Number of leaves of the index whose buffer starts at or before t's last.
+ * Leaves are sorted by first and t's own leaf qualifies, so we gallop right
+ * from it: O(log d) reads near t for a prefix that ends d leaves later. */
+static size_t prefix_after(const mp__itree *it, size_t t) {
+    const uint64_t hi = it->b[t].last;
+    size_t ok = it->pos[t], step = 1, bad = ok + 1;
+    while (bad < it->n && it->b[it->order[bad]].first <= hi) {
+        ok = bad;
+        step *= 2;
+        bad = ok + step < it->n ? ok + step : it->n;
+    }
+    while (bad - ok > 1) { /* first(ok) <= hi; bad == n or first(bad) > hi */
+        size_t mid = ok + (bad - ok) / 2;
+        if (it->b[it->order[mid]].first <= hi) ok = mid;
+        else bad = mid;
+    }
+    return bad;
+}
+
+/* Reports the active leaves below node v whose last reaches lo. */
+static mp_status report_below(mp__gapfit *g, size_t v, uint64_t lo) {
+    const mp__itree *it = &g->placed;
+    size_t sp = 0, stack[130];
+    stack[sp++] = v;
+    while (sp) {
+        v = stack[--sp];
+        if (v >= it->cap) {
+            mp_status s = mp__grow((void **)&g->hit, &g->hit_cap, g->hit_len + 1, sizeof *g->hit);
+            if (s != MP_OK) return s;
+            g->hit[g->hit_len++] = it->order[v - it->cap];
+            continue;
+        }
+        if (it->maxlast1[2 * v] > lo) stack[sp++] = 2 * v;
+        if (it->maxlast1[2 * v + 1] > lo) stack[sp++] = 2 * v + 1;
+    }
+    return MP_OK;
+}
+
+/* Fills g->hit with the placed buffers whose lifetime meets t's.  The same
+ * answer as mp__itree_query on g->placed, found bottom-up: the prefix of
+ * leaves starting by t's last is split into O(log n) whole subtrees from
+ * t's end of the tree outward, and only subtrees whose largest active last
+ * reaches t's first are entered.  Starting next to t rather than at the
+ * root keeps the reads local, which matters when buffers come in an order
+ * unrelated to time (greedy-size visits times at random). */
+static mp_status conflicts(mp__gapfit *g, size_t t) {
+    const mp__itree *it = &g->placed;
+    const uint64_t lo = g->b[t].first;
+    g->hit_len = 0;
+    size_t l = it->cap, r = it->cap + prefix_after(it, t);
+    for (; l < r; l /= 2, r /= 2) {
+        mp_status s = MP_OK;
+        if ((r & 1) && it->maxlast1[r - 1] > lo) s = report_below(g, r - 1, lo);
+        if (s == MP_OK && (l & 1) && it->maxlast1[l] > lo) s = report_below(g, l, lo);
+        if (s != MP_OK) return s;
+        l += l & 1;
+    }
+    return MP_OK;
+}
+
 mp_status mp__gapfit_place(mp__gapfit *g, size_t t) {
     const mp_buffer_t *bt = &g->b[t];
-    g->hit_len = 0;
-    mp_status s = mp__itree_query(&g->placed, bt->first, bt->last, &g->hit, &g->hit_len,
-                                  &g->hit_cap);
+    mp_status s = conflicts(g, t);
     if (s != MP_OK) return s;
     size_t k = g->hit_len;
     if ((s = mp__grow((void **)&g->key, &g->key_cap, k, sizeof *g->key)) != MP_OK) return s;
