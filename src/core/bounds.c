@@ -5,8 +5,9 @@
  * Shared objects: the i-th largest object is at least the i-th positional
  * maximum, so their sum bounds any assignment (pisarchyk2020 sec. 4.1).
  *
- * Both come from one structure: a max-tree over the operator times with
- * range add.  For the objects bound, write c(s) = max over time of the
+ * The offset bound is a sweep over sorted events.  The objects bound (and
+ * the peak count) come from a max-tree over the operator times with range
+ * add.  For the objects bound, write c(s) = max over time of the
  * number of live buffers of size >= s.  The i-th positional maximum is >= s
  * exactly when c(s) >= i, so the sum of positional maxima equals the sum
  * over distinct sizes s_1 > s_2 > ... of c(s_j) * (s_j - s_{j+1}), s_{m+1} = 0.
@@ -67,14 +68,13 @@ static size_t last_le(const uint64_t *times, size_t m, uint64_t x) {
     return lo - 1;
 }
 
-/* Max over time of sum of w(i) over live buffers, w = size or 1. */
-static mp_status peak(const mp_buffer_t *b, size_t n, size_t m,
-                      const size_t *span, bool count, uint64_t *out) {
+/* Max over time of the number of live buffers. */
+static mp_status peak_count(size_t n, size_t m, const size_t *span, uint64_t *out) {
     maxtree t;
     mp_status s = maxtree_init(&t, m);
     if (s != MP_OK) return s;
     for (size_t i = 0; i < n; i++)
-        maxtree_add(&t, 1, 0, t.cap - 1, span[2 * i], span[2 * i + 1], count ? 1 : b[i].size);
+        maxtree_add(&t, 1, 0, t.cap - 1, span[2 * i], span[2 * i + 1], 1);
     *out = t.mx[1];
     maxtree_free(&t);
     return MP_OK;
@@ -103,6 +103,27 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
     return s;
 }
 
+mp_status mp__offsets_bound(const mp_buffer_t *b, size_t n, uint64_t *out) {
+    /* Sweep: +size at first, -size at last+1, retirements first at equal
+     * times (inclusive lifetimes). */
+    mp__key *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
+    if (!ev) return MP__NOMEM();
+    for (size_t i = 0; i < n; i++) {
+        ev[2 * i] = (mp__key){b[i].first, 1, 2 * i};
+        ev[2 * i + 1] = (mp__key){b[i].last + 1, 0, 2 * i + 1};
+    }
+    mp_status s = mp__sort_keys(ev, 2 * n);
+    uint64_t live = 0, peak = 0;
+    for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
+        const mp_buffer_t *x = &b[ev[e].i / 2];
+        if (ev[e].b) live += x->size, peak = mp__max64(peak, live);
+        else live -= x->size;
+    }
+    free(ev);
+    *out = peak;
+    return s;
+}
+
 mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
     memset(out, 0, sizeof *out);
     mp_status s = mp_problem_validate(b, n);
@@ -118,8 +139,8 @@ mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
         span[2 * i + 1] = last_le(times, m, nb[i].last);
         out->naive += nb[i].size;
     }
-    if (s == MP_OK) s = peak(nb, n, m, span, false, &out->offsets);
-    if (s == MP_OK) s = peak(nb, n, m, span, true, &out->peak_count);
+    if (s == MP_OK) s = mp__offsets_bound(nb, n, &out->offsets);
+    if (s == MP_OK) s = peak_count(n, m, span, &out->peak_count);
     if (s == MP_OK) s = objects_bound(nb, n, m, span, &out->objects);
     free(span);
     free(times);

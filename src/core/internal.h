@@ -95,6 +95,9 @@ mp_status mp__objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *object
 mp_status mp__plan_from_objects(const mp_buffer_t *b, size_t n, size_t *object,
                                 size_t n_objects, mp_plan_t *out);
 
+/* Max over time of live bytes of a normalized problem (sweep, O(n log n)). */
+mp_status mp__offsets_bound(const mp_buffer_t *b, size_t n, uint64_t *out);
+
 /* Fills plan->footprint from offsets. */
 uint64_t mp__footprint(const mp_buffer_t *b, size_t n, const uint64_t *offset);
 

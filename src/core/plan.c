@@ -144,10 +144,10 @@ static mp_status run_one(const mp__strategy *st, const mp_buffer_t *b, size_t n,
 
 static mp_status run_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out,
                           mp_auto_report_t *rep) {
-    mp_bounds_t bd;
-    mp_status s = mp_bounds_compute(b, n, &bd);
+    uint64_t lb;
+    mp_status s = mp__offsets_bound(b, n, &lb);
     if (s != MP_OK) return s;
-    mp_auto_report_t r = {NULL, bd.offsets, 0, 0};
+    mp_auto_report_t r = {NULL, lb, 0, 0};
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < N_STRATEGIES && !r.optimal; i++) {
         if (!registry[i].in_auto) continue;
@@ -161,7 +161,7 @@ static mp_status run_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out,
             mp_plan_free(out);
             *out = p;
             r.winner = p.strategy;
-            r.optimal = p.footprint == bd.offsets;
+            r.optimal = p.footprint == lb;
         } else {
             mp_plan_free(&p);
         }
