@@ -83,7 +83,40 @@ static void test_edges(void) {
     plan_all(al, 4, true);
 }
 
+/* auto on an instance big enough for its two threads: its plan must be the
+ * one a sequential run picks -- the first candidate, in registry order, of
+ * the smallest footprint, stopping at the first that meets the bound. */
+static void test_auto_threads(void) {
+    size_t n = 40000;
+    mp_buffer_t *b = malloc(n * sizeof *b);
+    mp_gen_problem(b, n, MP_GEN_DNN, 99);
+    mp_bounds_t bd;
+    MP_CHECK_OK(mp_bounds_compute(b, n, &bd));
+    const char *want = NULL;
+    uint64_t best = UINT64_MAX;
+    for (size_t s = 0; s < mp_strategy_count() && best != bd.offsets; s++) {
+        const mp_strategy_info_t *info = mp_strategy_info(s);
+        if (info->kind != MP_KIND_OFFSETS || !strcmp(info->name, "naive")) continue;
+        mp_plan_t p;
+        MP_CHECK_OK(mp_plan_compute(b, n, info->name, &p));
+        if (p.footprint < best) best = p.footprint, want = info->name;
+        mp_plan_free(&p);
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        mp_plan_t p;
+        mp_auto_report_t r;
+        MP_CHECK_OK(mp_plan_auto(b, n, &p, &r));
+        MP_CHECK_OK(mp_plan_check(b, n, &p, NULL));
+        MP_CHECK_EQ_U64(p.footprint, best);
+        MP_CHECK(want && r.winner && !strcmp(r.winner, want));
+        MP_CHECK(r.optimal == (best == bd.offsets) && r.lower_bound == bd.offsets);
+        mp_plan_free(&p);
+    }
+    free(b);
+}
+
 int main(void) {
+    test_auto_threads();
     test_edges();
     test_random();
     return mp_test_finish("test_strategies");

@@ -116,7 +116,10 @@ static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t
             printf("%-30s %16s %12s %7s %6s %10s\n", r[i].name, "skipped", "", "", "", "");
             continue;
         }
-        printf("%-30s %16llu %12s %7.4f %6s %10.3f%s\n", r[i].name,
+        char label[64];
+        snprintf(label, sizeof label, "%s%s%s", r[i].name, strcmp(r[i].name, "auto") ? "" : " -> ",
+                 strcmp(r[i].name, "auto") ? "" : r[i].plan.strategy);
+        printf("%-30s %16llu %12s %7.4f %6s %10.3f%s\n", label,
                (unsigned long long)r[i].plan.footprint, cli_human(r[i].plan.footprint, h1, sizeof h1),
                ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "yes" : "NO", r[i].ms,
                &r[i] == best ? "  *" : "");

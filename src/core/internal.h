@@ -72,6 +72,16 @@ typedef struct mp__strategy {
     bool in_auto;             /* run by "auto" */
 } mp__strategy;
 
+/* The registry in its fixed order (src/core/plan.c). */
+const mp__strategy *mp__registry(size_t *count);
+
+/* Runs one non-meta strategy on a normalized problem into *out. */
+mp_status mp__run_strategy(const mp__strategy *st, const mp_buffer_t *b, size_t n,
+                           mp_plan_t *out);
+
+/* "auto" on a normalized problem (src/offsets/auto.c). */
+mp_status mp__auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_report_t *rep);
+
 /* The strategies, each defined in its own file. */
 mp_status mp__offsets_naive(const mp_buffer_t *b, size_t n, uint64_t *offset);
 mp_status mp__offsets_greedy_size(const mp_buffer_t *b, size_t n, uint64_t *offset);

@@ -1,4 +1,4 @@
-/* plan.c -- the strategy registry, plan construction and "auto".
+/* plan.c -- the strategy registry and plan construction.
  *
  * mp_plan_compute validates the problem, normalizes it (sizes rounded to
  * alignment), runs one strategy and turns its answer into an mp_plan_t.
@@ -112,8 +112,12 @@ mp_status mp__plan_from_objects(const mp_buffer_t *b, size_t n, size_t *object, 
     return MP_OK;
 }
 
-/* Runs one non-meta strategy on a normalized problem. */
-static mp_status run_one(const mp__strategy *st, const mp_buffer_t *b, size_t n,
+const mp__strategy *mp__registry(size_t *count) {
+    *count = N_STRATEGIES;
+    return registry;
+}
+
+mp_status mp__run_strategy(const mp__strategy *st, const mp_buffer_t *b, size_t n,
                          mp_plan_t *out) {
     memset(out, 0, sizeof *out);
     mp_status s;
@@ -142,40 +146,6 @@ static mp_status run_one(const mp__strategy *st, const mp_buffer_t *b, size_t n,
     return MP_OK;
 }
 
-static mp_status run_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out,
-                          mp_auto_report_t *rep) {
-    uint64_t lb;
-    mp_status s = mp__offsets_bound(b, n, &lb);
-    if (s != MP_OK) return s;
-    mp_auto_report_t r = {NULL, lb, 0, 0};
-    memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < N_STRATEGIES && !r.optimal; i++) {
-        if (!registry[i].in_auto) continue;
-        mp_plan_t p;
-        if ((s = run_one(&registry[i], b, n, &p)) != MP_OK) {
-            mp_plan_free(out);
-            return s;
-        }
-        r.tried++;
-        if (!out->offset || p.footprint < out->footprint) {
-            mp_plan_free(out);
-            *out = p;
-            r.winner = p.strategy;
-            r.optimal = p.footprint == lb;
-        } else {
-            mp_plan_free(&p);
-        }
-    }
-    if (!out->offset) { /* n == 0 */
-        out->offset = calloc(1, sizeof *out->offset);
-        if (!out->offset) return MP__NOMEM();
-        r.winner = out->strategy = "naive";
-        r.optimal = 1;
-    }
-    if (rep) *rep = r;
-    return MP_OK;
-}
-
 static mp_status prepare(const mp_buffer_t *b, size_t n, mp_buffer_t **nb) {
     mp_status s = mp_problem_validate(b, n);
     return s != MP_OK ? s : mp__normalize(b, n, nb);
@@ -187,7 +157,7 @@ mp_status mp_plan_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_r
     mp_buffer_t *nb;
     mp_status s = prepare(b, n, &nb);
     if (s != MP_OK) return s;
-    s = run_auto(nb, n, out, rep);
+    s = mp__auto(nb, n, out, rep);
     free(nb);
     return s;
 }
@@ -204,7 +174,7 @@ mp_status mp_plan_compute(const mp_buffer_t *b, size_t n, const char *strategy,
     mp_buffer_t *nb;
     mp_status s = prepare(b, n, &nb);
     if (s != MP_OK) return s;
-    s = run_one(st, nb, n, out);
+    s = mp__run_strategy(st, nb, n, out);
     free(nb);
     return s;
 }
