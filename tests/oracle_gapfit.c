@@ -18,56 +18,75 @@
 
 static uint64_t up(uint64_t x, uint64_t a) { return x % a ? x + (a - x % a) : x; }
 
+/* ---- the placed list ---------------------------------------------------- */
+
+/* A placed buffer's lifetime, kept beside ordered_allocated_ids so that
+ * the O(n) scans read one array front to back. */
+typedef struct span {
+    uint64_t first, last;
+} span;
+
+typedef struct placed {
+    const mp_buffer_t *b;
+    span *life;      /* life[j] is the lifetime of ids[j] */
+    uint64_t *off;
+    size_t *ids;     /* Alg. 3's ordered_allocated_ids: by (offset, index) */
+    size_t count;
+    uint64_t top;    /* SmartPool's pool top: max end of all placed */
+} placed;
+
 /* Alg. 3 L.11-13. */
-static bool intersect(const mp_buffer_t *t, const mp_buffer_t *x) {
+static bool intersect(const mp_buffer_t *t, const span *x) {
     uint64_t max_first = t->first > x->first ? t->first : x->first;
     uint64_t min_last = t->last < x->last ? t->last : x->last;
     return max_first <= min_last;
 }
 
-/* ---- the placed list ---------------------------------------------------- */
+/* An empty placed list for b[0..n) (NULL arrays on failure). */
+static placed placed_new(const mp_buffer_t *b, size_t n, uint64_t *off) {
+    placed p = {b, malloc((n ? n : 1) * sizeof *p.life), off,
+                malloc((n ? n : 1) * sizeof *p.ids), 0, 0};
+    return p;
+}
 
-typedef struct placed {
-    const mp_buffer_t *b;
-    uint64_t *off;
-    size_t *ids;     /* placed buffers by (offset, index) */
-    size_t count;
-} placed;
-
-/* Alg. 3 L.23: insert t keeping the (offset, index) order. */
-static void insert(placed *p, size_t t) {
-    size_t pos = p->count;
-    while (pos > 0) {
-        size_t y = p->ids[pos - 1];
-        if (p->off[y] < p->off[t] || (p->off[y] == p->off[t] && y < t)) break;
-        pos--;
+/* Alg. 3 L.21-23: record t's offset and insert t keeping (offset, index)
+ * order (binary search, then shift the tail). */
+static void insert(placed *p, size_t t, uint64_t off) {
+    size_t lo = 0, hi = p->count;
+    p->off[t] = off;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, y = p->ids[mid];
+        if (p->off[y] < off || (p->off[y] == off && y < t)) lo = mid + 1;
+        else hi = mid;
     }
-    memmove(p->ids + pos + 1, p->ids + pos, (p->count - pos) * sizeof *p->ids);
-    p->ids[pos] = t;
+    memmove(p->ids + lo + 1, p->ids + lo, (p->count - lo) * sizeof *p->ids);
+    memmove(p->life + lo + 1, p->life + lo, (p->count - lo) * sizeof *p->life);
+    p->ids[lo] = t;
+    p->life[lo] = (span){p->b[t].first, p->b[t].last};
     p->count++;
+    if (off + p->b[t].size > p->top) p->top = off + p->b[t].size;
 }
 
 /* Alg. 3 L.7-22 for one tensor t; alignment as in gapfit.c: a gap
  * [prev, offset_x) fits when up(prev) + size_t <= offset_x. */
 static void place_pisarchyk(placed *p, size_t t) {
-    const mp_buffer_t *b = p->b;
+    const mp_buffer_t *bt = &p->b[t];
     uint64_t prev_offset = 0, best_offset = NIL, smallest_gap = UINT64_MAX;
     for (size_t j = 0; j < p->count; j++) {
         size_t x = p->ids[j];
-        if (!intersect(&b[t], &b[x])) continue;
-        uint64_t at = up(prev_offset, b[t].align);
-        if (at <= p->off[x] && p->off[x] - at >= b[t].size) {
-            uint64_t gap = p->off[x] - prev_offset;
+        if (!intersect(bt, &p->life[j])) continue;
+        uint64_t at = up(prev_offset, bt->align), off_x = p->off[x];
+        if (at <= off_x && off_x - at >= bt->size) {
+            uint64_t gap = off_x - prev_offset;
             if (gap < smallest_gap) {
                 smallest_gap = gap;
                 best_offset = at;
             }
         }
-        if (p->off[x] + b[x].size > prev_offset) prev_offset = p->off[x] + b[x].size;
+        if (off_x + p->b[x].size > prev_offset) prev_offset = off_x + p->b[x].size;
     }
-    if (best_offset == NIL) best_offset = up(prev_offset, b[t].align);
-    p->off[t] = best_offset;
-    insert(p, t);
+    if (best_offset == NIL) best_offset = up(prev_offset, bt->align);
+    insert(p, t, best_offset);
 }
 
 /* SmartPool: list the holes of the pool [0, top) over t's lifetime, lowest
@@ -75,31 +94,26 @@ static void place_pisarchyk(placed *p, size_t t) {
  * conflicting block. */
 static void place_smartpool(placed *p, size_t t, bool best_fit, uint64_t *hole_lo,
                             uint64_t *hole_hi) {
-    const mp_buffer_t *b = p->b;
-    uint64_t top = 0;
-    for (size_t j = 0; j < p->count; j++) {
-        size_t x = p->ids[j];
-        if (p->off[x] + b[x].size > top) top = p->off[x] + b[x].size;
-    }
+    const mp_buffer_t *bt = &p->b[t];
     size_t holes = 0;
     uint64_t covered = 0; /* every address below is taken or already listed */
     for (size_t j = 0; j < p->count; j++) {
         size_t x = p->ids[j];
-        if (!intersect(&b[t], &b[x])) continue;
+        if (!intersect(bt, &p->life[j])) continue;
         if (p->off[x] > covered) {
             hole_lo[holes] = covered;
             hole_hi[holes++] = p->off[x];
         }
-        if (p->off[x] + b[x].size > covered) covered = p->off[x] + b[x].size;
+        if (p->off[x] + p->b[x].size > covered) covered = p->off[x] + p->b[x].size;
     }
-    if (top > covered) {
+    if (p->top > covered) {
         hole_lo[holes] = covered;
-        hole_hi[holes++] = top;
+        hole_hi[holes++] = p->top;
     }
     uint64_t chosen = NIL, chosen_size = UINT64_MAX;
     for (size_t h = 0; h < holes; h++) {
-        uint64_t at = up(hole_lo[h], b[t].align);
-        if (at > hole_hi[h] || hole_hi[h] - at < b[t].size) continue;
+        uint64_t at = up(hole_lo[h], bt->align);
+        if (at > hole_hi[h] || hole_hi[h] - at < bt->size) continue;
         if (!best_fit) {
             chosen = at;
             break;
@@ -109,8 +123,7 @@ static void place_smartpool(placed *p, size_t t, bool best_fit, uint64_t *hole_l
             chosen = at;
         }
     }
-    p->off[t] = chosen != NIL ? chosen : up(covered, b[t].align);
-    insert(p, t);
+    insert(p, t, chosen != NIL ? chosen : up(covered, bt->align));
 }
 
 /* ---- orders --------------------------------------------------------------- */
@@ -127,11 +140,15 @@ static int okey_cmp(const void *x, const void *y) {
     return p->i < q->i ? -1 : p->i > q->i;
 }
 
-/* Fills idx with ids[0..k) by size non-increasing, ties by index. */
+/* Fills idx with ids[0..k) (all of 0..k-1 if ids is NULL) by size
+ * non-increasing, ties by index. */
 static mp_status by_size_desc(const mp_buffer_t *b, const size_t *ids, size_t k, size_t *idx) {
     okey *o = malloc((k ? k : 1) * sizeof *o);
     if (!o) return MP_ENOMEM;
-    for (size_t j = 0; j < k; j++) o[j] = (okey){UINT64_MAX - b[ids[j]].size, 0, ids[j]};
+    for (size_t j = 0; j < k; j++) {
+        size_t i = ids ? ids[j] : j;
+        o[j] = (okey){UINT64_MAX - b[i].size, 0, i};
+    }
     qsort(o, k, sizeof *o, okey_cmp);
     for (size_t j = 0; j < k; j++) idx[j] = o[j].i;
     free(o);
@@ -143,19 +160,16 @@ static mp_status by_size_desc(const mp_buffer_t *b, const size_t *ids, size_t k,
 enum { GREEDY, BEST, FIRST };
 
 static mp_status size_order_plan(const mp_buffer_t *b, size_t n, uint64_t *off, int how) {
-    size_t *all = malloc((n ? n : 1) * sizeof *all);
     size_t *order = malloc((n ? n : 1) * sizeof *order);
-    size_t *ids = malloc((n ? n : 1) * sizeof *ids);
     uint64_t *lo = malloc((n + 1) * sizeof *lo), *hi = malloc((n + 1) * sizeof *hi);
-    mp_status s = (all && order && ids && lo && hi) ? MP_OK : MP_ENOMEM;
-    for (size_t i = 0; i < n; i++) all[i] = i;
-    if (s == MP_OK) s = by_size_desc(b, all, n, order);
-    placed p = {b, off, ids, 0};
+    placed p = placed_new(b, n, off);
+    mp_status s = (order && lo && hi && p.life && p.ids) ? MP_OK : MP_ENOMEM;
+    if (s == MP_OK) s = by_size_desc(b, NULL, n, order);
     for (size_t j = 0; s == MP_OK && j < n; j++) {
         if (how == GREEDY) place_pisarchyk(&p, order[j]);
         else place_smartpool(&p, order[j], how == BEST, lo, hi);
     }
-    free(all), free(order), free(ids), free(lo), free(hi);
+    free(order), free(lo), free(hi), free(p.life), free(p.ids);
     return s;
 }
 
@@ -171,21 +185,21 @@ mp_status oracle_smartpool_firstfit(const mp_buffer_t *b, size_t n, uint64_t *of
     return size_order_plan(b, n, off, FIRST);
 }
 
-/* pisarchyk2020 sec. 5.3: operators by breadth (ties: earlier), then each
- * operator's unassigned profile largest first, each placed by Alg. 3. */
+/* pisarchyk2020 sec. 5.3: operators (the distinct start times) by breadth,
+ * ties earlier first; each operator's unassigned profile largest first,
+ * each tensor placed by Alg. 3. */
 mp_status oracle_greedy_breadth(const mp_buffer_t *b, size_t n, uint64_t *off) {
     okey *ops = malloc((n ? n : 1) * sizeof *ops);
-    size_t *ids = malloc((n ? n : 1) * sizeof *ids);
     size_t *prof = malloc((n ? n : 1) * sizeof *prof);
     size_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
     bool *assigned = calloc(n ? n : 1, sizeof *assigned);
-    mp_status s = (ops && ids && prof && sorted && assigned) ? MP_OK : MP_ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; s == MP_OK && i < n; i++) {
-        bool seen = false;
-        for (size_t j = 0; j < m && !seen; j++) seen = ops[j].b == b[i].first;
-        if (!seen) ops[m++] = (okey){0, b[i].first, 0};
-    }
+    placed p = placed_new(b, n, off);
+    mp_status s = (ops && prof && sorted && assigned && p.life && p.ids) ? MP_OK : MP_ENOMEM;
+    size_t m = 0; /* operators: the distinct start times */
+    for (size_t i = 0; s == MP_OK && i < n; i++) ops[i] = (okey){0, b[i].first, 0};
+    if (s == MP_OK) qsort(ops, n, sizeof *ops, okey_cmp);
+    for (size_t i = 0; s == MP_OK && i < n; i++)
+        if (m == 0 || ops[m - 1].b != ops[i].b) ops[m++] = ops[i];
     for (size_t j = 0; j < m; j++) {
         uint64_t breadth = 0;
         for (size_t i = 0; i < n; i++)
@@ -194,7 +208,6 @@ mp_status oracle_greedy_breadth(const mp_buffer_t *b, size_t n, uint64_t *off) {
         ops[j].i = j;
     }
     qsort(ops, m, sizeof *ops, okey_cmp);
-    placed p = {b, off, ids, 0};
     for (size_t j = 0; s == MP_OK && j < m; j++) {
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
@@ -205,6 +218,6 @@ mp_status oracle_greedy_breadth(const mp_buffer_t *b, size_t n, uint64_t *off) {
             assigned[sorted[q]] = true;
         }
     }
-    free(ops), free(ids), free(prof), free(sorted), free(assigned);
+    free(ops), free(prof), free(sorted), free(assigned), free(p.life), free(p.ids);
     return s;
 }

@@ -163,33 +163,39 @@ static void test_tiny(void) {
     }
 }
 
-/* Fast form == oracle, byte for byte, on one problem; both plans checked;
- * the fast form run twice gives the same offsets. */
-static void compare(const mp_buffer_t *raw, size_t n, const char *what, uint64_t seed) {
+/* Fast form == oracle, byte for byte, on one normalized problem; the
+ * oracle's plan goes through the checker.  With full set, also the public
+ * entry point (checker, bounds) and determinism (a second run). */
+static void compare(const mp_buffer_t *raw, size_t n, const char *what, uint64_t seed,
+                    bool full) {
     mp_buffer_t *b;
     if (!MP_CHECK_OK(mp__normalize(raw, n, &b))) return;
     uint64_t *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g), *o = malloc(n * sizeof *o);
     for (size_t s = 0; s < N_OF(strat); s++) {
         bool ok = MP_CHECK_OK(strat[s].fast(b, n, f));
-        ok &= MP_CHECK_OK(strat[s].fast(b, n, g));
         ok &= MP_CHECK_OK(strat[s].oracle(b, n, o));
-        ok &= MP_CHECK(memcmp(f, g, n * sizeof *f) == 0);
         ok &= MP_CHECK(memcmp(f, o, n * sizeof *f) == 0);
         ok &= MP_CHECK(mp_test_check_offsets(raw, n, o));
-        ok &= mp_test_plan(raw, n, strat[s].name, NULL) == mp__footprint(b, n, f);
+        if (full) {
+            ok &= MP_CHECK_OK(strat[s].fast(b, n, g));
+            ok &= MP_CHECK(memcmp(f, g, n * sizeof *f) == 0);
+            ok &= MP_CHECK(mp_test_plan(raw, n, strat[s].name, NULL) == mp__footprint(b, n, f));
+        }
         if (!ok) fprintf(stderr, "  %s on %s n=%zu seed=%llu\n", strat[s].name, what, n,
                          (unsigned long long)seed);
     }
     free(f), free(g), free(o), free(b);
 }
 
-static void test_random_shapes(void) {
+/* Every shape, n from 1 to 200; one instance in eight also goes through
+ * the public entry point and is planned twice. */
+static void test_random_shapes(int per_shape) {
     mp_buffer_t *b = malloc(200 * sizeof *b);
     for (int shape = 0; shape < MP_GEN_SHAPES; shape++)
-        for (uint64_t seed = 1; seed <= 450; seed++) {
+        for (uint64_t seed = 1; seed <= (uint64_t)per_shape; seed++) {
             size_t n = 1 + (size_t)((seed * 37) % 200);
             mp_gen_problem(b, n, (mp_gen_shape)shape, seed);
-            compare(b, n, mp_gen_shape_name[shape], seed);
+            compare(b, n, mp_gen_shape_name[shape], seed, seed % 8 == 0);
         }
     free(b);
 }
@@ -200,10 +206,22 @@ static void test_random_dnn_large(int count) {
     mp_buffer_t *b = malloc(N * sizeof *b);
     for (int seed = 1; seed <= count; seed++) {
         mp_gen_problem(b, N, MP_GEN_DNN, 1000 + (uint64_t)seed);
-        compare(b, N, "dnn-2000", 1000 + (uint64_t)seed);
+        compare(b, N, "dnn-2000", 1000 + (uint64_t)seed, seed == 1);
     }
     free(b);
 }
+
+/* Sanitized debug builds run everything ~20x slower (the four O(n^2)
+ * oracles take ~0.5 s per 2000-buffer instance there), so they check a
+ * sample for memory errors; the optimized build checks the full counts:
+ * 7 x 300 random instances and 200 DNN instances of 2000 buffers. */
+#ifdef MP_DEBUG
+#define PER_SHAPE 150
+#define DNN_LARGE 4
+#else
+#define PER_SHAPE 300
+#define DNN_LARGE 200
+#endif
 
 int main(int argc, char **argv) {
     test_chain();
@@ -212,7 +230,7 @@ int main(int argc, char **argv) {
     test_best_fit_differs();
     test_alignment();
     test_tiny();
-    test_random_shapes();
-    test_random_dnn_large(argc > 1 ? atoi(argv[1]) : 200);
+    test_random_shapes(PER_SHAPE);
+    test_random_dnn_large(argc > 1 ? atoi(argv[1]) : DNN_LARGE);
     return mp_test_finish("gapfit");
 }

@@ -5,7 +5,7 @@
  * A strategy decides the order; the placer decides where each buffer goes
  * once it is its turn.  It keeps the placed buffers in an interval index,
  * so placing buffer t costs O((k + 1) log n + k log k) for the k placed
- * buffers that conflict with t. */
+ * buffers that conflict with t.  Not thread-safe; one placer per plan. */
 #ifndef MEMPLAN_GAPFIT_H
 #define MEMPLAN_GAPFIT_H
 
@@ -23,27 +23,61 @@ typedef enum mp__gap_policy {
     MP__GAP_SMARTPOOL_FIRST
 } mp__gap_policy;
 
+/* A placed buffer's address range [off, end). */
+typedef struct mp__gaphit {
+    uint64_t off, end;
+} mp__gaphit;
+
+/* A buffer as the placer reads it when placing it. */
+typedef struct mp__gapbuf {
+    uint64_t first, last, size, align;
+} mp__gapbuf;
+
 typedef struct mp__gapfit {
-    const mp_buffer_t *b;
-    uint64_t *offset;        /* the caller's output; valid for placed buffers */
+    uint64_t *offset;        /* the caller's output, filled by mp__gapfit_finish */
     mp__gap_policy policy;
-    mp__itree placed;        /* active = already placed */
-    size_t *hit;             /* conflict query results (scratch) */
-    size_t hit_len, hit_cap;
-    mp__key *key;            /* conflicts as (offset, 0, index) (scratch) */
-    size_t key_cap;
+    /* The placed buffers.  Its layout and invariant are mp__itree's, but
+     * only init/free go through itree.c: placing switches leaves on from
+     * gapfit.c (cheaper when leaves only ever turn on) and queries climb
+     * from a leaf (mp__gapfit_collect). */
+    mp__itree placed;
+    /* Everything by leaf of `placed` (buffers sorted by first), so that t's
+     * neighbours in time are its neighbours in memory. */
+    uint64_t *lfirst;        /* first, dense for the prefix search */
+    mp__gapbuf *lbuf;        /* the buffer */
+    mp__gaphit *lrange;      /* its address range once placed */
+    size_t *found;           /* leaves of the conflicts of the buffer being placed */
+    size_t n_found, found_cap;
+    mp__gaphit *hit, *tmp;   /* the same conflicts by offset; sort scratch */
+    size_t hit_cap, tmp_cap;
     uint64_t top;            /* pool top: max end of every placed buffer */
 } mp__gapfit;
 
-/* Prepares a placer for the normalized problem b[0..n) writing offset[]. */
+/* Prepares a placer for the normalized problem b[0..n).  Buffers are
+ * named by leaf: leaf j is buffer g->placed.order[j], and leaves are sorted
+ * by (first, index). */
 mp_status mp__gapfit_init(mp__gapfit *g, const mp_buffer_t *b, size_t n, uint64_t *offset,
                           mp__gap_policy policy);
 void mp__gapfit_free(mp__gapfit *g);
 
-/* Places unplaced buffer t by the placer's policy and marks it placed. */
-mp_status mp__gapfit_place(mp__gapfit *g, size_t t);
+/* Places the unplaced buffer at leaf j by the policy and marks it placed. */
+mp_status mp__gapfit_place_leaf(mp__gapfit *g, size_t j);
 
-/* Places b[order[0]], b[order[1]], ... in turn (order is a permutation). */
+/* Writes the offset of every (placed) buffer to the caller's offset[]. */
+void mp__gapfit_finish(const mp__gapfit *g);
+
+/* Number of leaves whose buffer starts at or before hi, given that leaf
+ * j's does; O(log d) for a prefix ending d leaves after j. */
+size_t mp__gapfit_prefix(const mp__gapfit *g, size_t j, uint64_t hi);
+
+/* Fills g->found[0..g->n_found) with the leaves j < p whose value in tree
+ * (a max tree shaped like g->placed.maxlast1: last + 1, 0 = absent) is
+ * above lo, i.e. the buffers of the tree live at some time >= lo that
+ * start in the prefix.  O((k + 1) log n) for k leaves found. */
+mp_status mp__gapfit_collect(mp__gapfit *g, const uint64_t *tree, size_t p, uint64_t lo);
+
+/* Places b[order[0]], b[order[1]], ... in turn (order is a permutation)
+ * and fills offset[]. */
 mp_status mp__gapfit_run(const mp_buffer_t *b, size_t n, const size_t *order,
                          mp__gap_policy policy, uint64_t *offset);
 
