@@ -89,8 +89,9 @@ const char *mp_status_name(mp_status s);
 /* ---- problems --------------------------------------------------------- */
 
 /* Checks n buffers: last >= first, size > 0, align 0 or a power of two,
- * distinct ids, last < UINT64_MAX, and that the sum of aligned sizes fits in
- * 64 bits.  On failure returns MP_EINVAL or MP_EOVERFLOW and names the first
+ * distinct ids, last < UINT64_MAX, and that the sum of aligned sizes plus
+ * the worst alignment padding (align - 1 each) fits in 64 bits, so that no
+ * plan's footprint can overflow.  On failure returns MP_EINVAL or MP_EOVERFLOW and names the first
  * offending buffer by index and id. */
 mp_status mp_problem_validate(const mp_buffer_t *b, size_t n);
 

@@ -1,6 +1,10 @@
 /* oracle_strip.c -- literal O(n^2) forms of strip-bestfit (sekiyama2018
  * sec. 3.2) and inorder (chen2016 Fig. 2, MXNet note), on plain arrays and
- * raw times, sharing no code with src/offsets/.  Inputs are normalized. */
+ * raw times, sharing no code with src/offsets/.  Inputs are normalized.
+ * Both sort the buffers once with qsort: strip-bestfit then looks at the
+ * unplaced buffers starting in the chosen line (only they can fit), and
+ * inorder walks starts and ends in time order; the skyline and the box
+ * are plain arrays scanned in full. */
 #include "oracle.h"
 
 #include "core/internal.h"
@@ -24,29 +28,58 @@ static void merge_equal(line *ln, size_t *cnt) {
     *cnt = k + 1;
 }
 
+/* qsort orders: buffer indices by (first, index) and by (last, index). */
+static const mp_buffer_t *sort_base;
+static int by_first(const void *x, const void *y) {
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    if (sort_base[i].first != sort_base[j].first) return sort_base[i].first < sort_base[j].first ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+static int by_last(const void *x, const void *y) {
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    if (sort_base[i].last != sort_base[j].last) return sort_base[i].last < sort_base[j].last ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+static void sort_idx(const mp_buffer_t *b, size_t *idx, size_t n,
+                     int (*cmp)(const void *, const void *)) {
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    sort_base = b;
+    qsort(idx, n, sizeof *idx, cmp);
+}
+
 mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
     if (n == 0) return MP_OK;
     line *ln = malloc((2 * n + 3) * sizeof *ln);
-    size_t *todo = malloc(n * sizeof *todo); /* unplaced, by index */
+    size_t *todo = malloc(n * sizeof *todo); /* unplaced, by (first, index) */
     if (!ln || !todo) {
         free(ln), free(todo);
         return MP__NOMEM();
     }
+    sort_idx(b, todo, n, by_first);
     uint64_t t0 = b[0].first, t1 = b[0].last;
     for (size_t i = 0; i < n; i++) t0 = mp__min64(t0, b[i].first), t1 = mp__max64(t1, b[i].last);
-    for (size_t i = 0; i < n; i++) todo[i] = i;
     size_t cnt = 1, left = n;
     ln[0] = (line){t0, t1, 0};
     while (left > 0) {
         size_t k = 0; /* the lowest line; the first one found is the leftmost */
         for (size_t j = 1; j < cnt; j++)
             if (ln[j].h < ln[k].h) k = j;
-        size_t xk = left; /* the longest fitting buffer; strict > keeps the lowest index */
-        uint64_t l = ln[k].l, r = ln[k].r, best = 0;
-        for (size_t j = 0; j < left; j++) {
-            const mp_buffer_t *y = &b[todo[j]];
-            if (y->first < l || y->last > r) continue;
-            if (xk == left || y->last - y->first > best) xk = j, best = y->last - y->first;
+        /* The longest buffer inside [l, r], ties to the lowest index, among
+         * the unplaced ones starting in it (the others cannot fit). */
+        uint64_t l = ln[k].l, r = ln[k].r;
+        size_t lo = 0, hi = left;
+        while (lo < hi) { /* first of todo starting at or after l */
+            size_t mid = lo + (hi - lo) / 2;
+            if (b[todo[mid]].first < l) lo = mid + 1;
+            else hi = mid;
+        }
+        size_t xk = left;
+        for (size_t j = lo; j < left && b[todo[j]].first <= r; j++) {
+            const mp_buffer_t *y = &b[todo[j]], *z = xk < left ? &b[todo[xk]] : NULL;
+            if (y->last > r) continue;
+            if (!z || y->last - y->first > z->last - z->first ||
+                (y->last - y->first == z->last - z->first && todo[j] < todo[xk]))
+                xk = j;
         }
         if (xk == left) { /* lift up to the lower neighbour; equal lines then merge */
             uint64_t hl = k > 0 ? ln[k - 1].h : UINT64_MAX;
@@ -127,31 +160,22 @@ static uint64_t alloc_one(range *bx, size_t *cnt, uint64_t *top, uint64_t size, 
 
 mp_status oracle_inorder(const mp_buffer_t *b, size_t n, uint64_t *off) {
     range *bx = malloc((2 * n + 2) * sizeof *bx);
-    bool *freed = calloc(n ? n : 1, sizeof *freed);
-    if (!bx || !freed) {
-        free(bx), free(freed);
+    size_t *start = malloc((n ? n : 1) * sizeof *start), *end = malloc((n ? n : 1) * sizeof *end);
+    if (!bx || !start || !end) {
+        free(bx), free(start), free(end);
         return MP__NOMEM();
     }
-    size_t cnt = 0;
-    uint64_t top = 0, t = 0;
-    for (bool more = true; more;) {
-        /* Next time: the least first >= t. */
-        more = false;
-        uint64_t nt = UINT64_MAX;
-        for (size_t i = 0; i < n; i++)
-            if (b[i].first >= t && b[i].first <= nt) nt = b[i].first, more = true;
-        if (!more) break;
-        t = nt;
-        for (size_t i = 0; i < n; i++)
-            if (!freed[i] && b[i].last < t && b[i].first < t) {
-                freed[i] = true;
-                box_put(bx, &cnt, off[i], off[i] + b[i].size);
-            }
-        for (size_t i = 0; i < n; i++)
-            if (b[i].first == t) off[i] = alloc_one(bx, &cnt, &top, b[i].size, b[i].align);
-        if (t == UINT64_MAX) break;
-        t++;
+    sort_idx(b, start, n, by_first);
+    sort_idx(b, end, n, by_last);
+    size_t cnt = 0, fr = 0;
+    uint64_t top = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t t = b[start[j]].first;
+        /* A new time: first free everything whose life ended before it. */
+        for (; (j == 0 || b[start[j - 1]].first != t) && fr < n && b[end[fr]].last < t; fr++)
+            box_put(bx, &cnt, off[end[fr]], off[end[fr]] + b[end[fr]].size);
+        off[start[j]] = alloc_one(bx, &cnt, &top, b[start[j]].size, b[start[j]].align);
     }
-    free(bx), free(freed);
+    free(bx), free(start), free(end);
     return MP_OK;
 }

@@ -4,7 +4,8 @@
  * Hand-made instances with offsets derived by hand, the fast forms against
  * the literal oracles (tests/oracle_strip.c) on random instances of every
  * shape, on shifted times near 2^64 and on DNN-shaped instances of 2000
- * buffers, and determinism. */
+ * buffers, and determinism.  An optional argument sets how many of the
+ * 2000-buffer instances to run (default 100). */
 #include "harness.h"
 #include "gen.h"
 #include "oracle.h"
@@ -226,12 +227,13 @@ static void compare(const mp_buffer_t *raw, size_t n, const char *what, uint64_t
     free(f), free(g), free(o), free(b);
 }
 
-/* Every shape, n from 1 to 200; every third instance with its times moved
- * up to end just below 2^64 - 1, to catch arrays indexed by raw time. */
+/* Every shape, n from 1 to 200 (2100 instances); every third instance with
+ * its times moved up to end just below 2^64 - 1, to catch arrays indexed by
+ * raw time. */
 static void test_random_shapes(void) {
     mp_buffer_t *b = malloc(200 * sizeof *b);
     for (int shape = 0; shape < MP_GEN_SHAPES; shape++)
-        for (uint64_t seed = 1; seed <= 450; seed++) {
+        for (uint64_t seed = 1; seed <= 300; seed++) {
             size_t n = 1 + (size_t)((seed * 37) % 200);
             mp_gen_problem(b, n, (mp_gen_shape)shape, seed);
             if (seed % 3 == 0) {
@@ -247,13 +249,25 @@ static void test_random_shapes(void) {
     free(b);
 }
 
-/* The shape that matters for speed: DNN-shaped, 2000 buffers. */
-static void test_random_dnn_large(int count) {
+/* The shape that matters for speed: DNN-shaped, 2000 buffers (count of
+ * them).  Then shapes whose long buffers cross many lines and send
+ * strip-bestfit's searches past the segment tree's budget into its 2-d
+ * tree: ten long-lived ones of 2000 (about 8 fallbacks each) and twenty
+ * uniform ones of 500 (about 25 each). */
+static void test_random_large(int count) {
     enum { N = 2000 };
     mp_buffer_t *b = malloc(N * sizeof *b);
     for (int seed = 1; seed <= count; seed++) {
         mp_gen_problem(b, N, MP_GEN_DNN, 5000 + (uint64_t)seed);
         compare(b, N, "dnn-2000", 5000 + (uint64_t)seed, seed <= 10);
+    }
+    for (int seed = 1; seed <= 10; seed++) {
+        mp_gen_problem(b, N, MP_GEN_LONGLIVED, 5000 + (uint64_t)seed);
+        compare(b, N, "longlived-2000", 5000 + (uint64_t)seed, seed <= 2);
+    }
+    for (int seed = 1; seed <= 20; seed++) {
+        mp_gen_problem(b, 500, MP_GEN_UNIFORM, 7000 + (uint64_t)seed);
+        compare(b, 500, "uniform-500", 7000 + (uint64_t)seed, false);
     }
     free(b);
 }
@@ -268,6 +282,6 @@ int main(int argc, char **argv) {
     test_alignment();
     test_tiny();
     test_random_shapes();
-    test_random_dnn_large(argc > 1 ? atoi(argv[1]) : 100);
+    test_random_large(argc > 1 ? atoi(argv[1]) : 100);
     return mp_test_finish("strip");
 }

@@ -44,11 +44,13 @@ mp_status mp_problem_validate(const mp_buffer_t *b, size_t n) {
         if (x->align && !is_pow2(x->align))
             return mp__err(MP_EINVAL, "buffer %zu (id %llu): align %llu is not a power of two",
                            i, id, (unsigned long long)x->align);
-        uint64_t s = mp_buffer_aligned_size(x);
-        if (s == 0 || total > UINT64_MAX - s)
+        /* Room for the aligned size plus the worst padding before it, so
+         * no strategy's footprint can overflow even with mixed alignments. */
+        uint64_t s = mp_buffer_aligned_size(x), pad = (x->align ? x->align : 1) - 1;
+        if (s == 0 || s > UINT64_MAX - pad || total > UINT64_MAX - s - pad)
             return mp__err(MP_EOVERFLOW,
                            "buffer %zu (id %llu): sum of aligned sizes overflows 64 bits", i, id);
-        total += s;
+        total += s + pad;
     }
     return check_ids_distinct(b, n);
 }

@@ -115,11 +115,11 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
     if (x->align & (x->align - 1))
         return mp__err(MP_EPARSE, "%s:%zu: field 'align': %llu is not a power of two", r->path,
                        r->lineno, (unsigned long long)x->align);
-    uint64_t a = mp_buffer_aligned_size(x);
-    if (a == 0 || *total > UINT64_MAX - a)
+    uint64_t a = mp_buffer_aligned_size(x), pad = (x->align ? x->align : 1) - 1;
+    if (a == 0 || a > UINT64_MAX - pad || *total > UINT64_MAX - a - pad)
         return mp__err(MP_EPARSE, "%s:%zu: field 'size': total of sizes overflows 64 bits",
                        r->path, r->lineno);
-    *total += a;
+    *total += a + pad;
     return MP_OK;
 }
 
