@@ -160,30 +160,35 @@ static uint64_t gap(const mp_buffer_t *x, const mp_buffer_t *y) {
 
 mp_status oracle_objects_greedy_size_improved(const mp_buffer_t *b, size_t n, size_t *obj,
                                               size_t *k) {
-    uint64_t *pm = malloc((n ? n : 1) * sizeof *pm);
-    size_t *ord = malloc((n ? n : 1) * sizeof *ord), nobj = 0;
-    if (!pm || !ord) {
-        free(pm), free(ord);
+    uint64_t *pm = malloc((n ? n : 1) * sizeof *pm), *g = malloc((n ? n : 1) * sizeof *g);
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord), *stage = malloc((n ? n : 1) * sizeof *stage);
+    bool *hit = malloc((n ? n : 1) * sizeof *hit);
+    size_t nobj = 0;
+    if (!pm || !g || !ord || !stage || !hit) {
+        free(pm), free(g), free(ord), free(stage), free(hit);
         return MP_ENOMEM;
     }
     size_t m = positional_maxima(b, n, pm);
     by_size(b, n, ord);
-    for (size_t i = 0; i < n; i++) obj[i] = NIL;
+    for (size_t i = 0; i < n; i++) obj[i] = NIL, stage[i] = stage_of(pm, m, b[i].size);
     for (size_t st = 0; st < 2 * m; st++) {
         for (;;) {
             size_t bt = NIL, bo = NIL, left = 0;
             uint64_t bg = 0;
             for (size_t t = 0; t < n; t++) {
-                if (obj[t] != NIL || stage_of(pm, m, b[t].size) != st) continue;
+                if (obj[t] != NIL || stage[t] != st) continue;
                 left++;
-                for (size_t o = 0; o < nobj; o++) {
-                    if (!suitable(b, n, obj, o, t)) continue;
-                    uint64_t g = UINT64_MAX;
-                    for (size_t x = 0; x < n; x++)
-                        if (obj[x] == o && gap(&b[t], &b[x]) < g) g = gap(&b[t], &b[x]);
-                    if (bt == NIL || g < bg) /* t, then o ascending: first wins ties */
-                        bt = t, bo = o, bg = g;
+                /* every assigned x against t: does its object meet t, and
+                 * how close is it */
+                for (size_t o = 0; o < nobj; o++) hit[o] = false, g[o] = UINT64_MAX;
+                for (size_t x = 0; x < n; x++) {
+                    if (obj[x] == NIL) continue;
+                    if (meets(&b[t], &b[x])) hit[obj[x]] = true;
+                    else if (gap(&b[t], &b[x]) < g[obj[x]]) g[obj[x]] = gap(&b[t], &b[x]);
                 }
+                for (size_t o = 0; o < nobj; o++)
+                    if (!hit[o] && (bt == NIL || g[o] < bg)) /* t, o ascending: first wins */
+                        bt = t, bo = o, bg = g[o];
             }
             if (left == 0) break;
             if (bt == NIL) { /* the largest remaining opens an object */
@@ -195,7 +200,7 @@ mp_status oracle_objects_greedy_size_improved(const mp_buffer_t *b, size_t n, si
         }
     }
     *k = nobj;
-    free(pm), free(ord);
+    free(pm), free(g), free(ord), free(stage), free(hit);
     return MP_OK;
 }
 
@@ -270,9 +275,9 @@ mp_status oracle_objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *obj
     bool *edge = calloc(V * V, sizeof *edge), *flow = calloc(V * V, sizeof *flow);
     i128 *cost = calloc(V * V, sizeof *cost), *dist = malloc(V * sizeof *dist);
     size_t *pred = malloc(V * sizeof *pred);
-    bool *seen = malloc(V * sizeof *seen);
-    if (!edge || !flow || !cost || !dist || !pred || !seen) {
-        free(edge), free(flow), free(cost), free(dist), free(pred), free(seen);
+    bool *seen = malloc(V * sizeof *seen), *dirty = malloc(V * sizeof *dirty);
+    if (!edge || !flow || !cost || !dist || !pred || !seen || !dirty) {
+        free(edge), free(flow), free(cost), free(dist), free(pred), free(seen), free(dirty);
         return MP_ENOMEM;
     }
 #define AT(u, v) ((u) * V + (v))
@@ -286,21 +291,34 @@ mp_status oracle_objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *obj
                 cost[AT(j, n + i)] = b[i].size > b[j].size ? b[i].size - b[j].size : 0;
             }
     }
+    /* Neighbour lists (either direction) so a Bellman-Ford round costs
+     * O(edges), not O(V^2). */
+    size_t *deg = calloc(V, sizeof *deg), *adj = malloc(V * V * sizeof *adj);
+    if (!deg || !adj) {
+        free(edge), free(flow), free(cost), free(dist), free(pred), free(seen), free(dirty);
+        free(deg), free(adj);
+        return MP_ENOMEM;
+    }
+    for (size_t u = 0; u < V; u++)
+        for (size_t v = 0; v < V; v++)
+            if (edge[AT(u, v)] || edge[AT(v, u)]) adj[AT(u, deg[u]++)] = v;
     for (;;) {
-        for (size_t v = 0; v < V; v++) seen[v] = false, dist[v] = 0, pred[v] = NIL;
-        seen[S] = true;
+        for (size_t v = 0; v < V; v++) seen[v] = dirty[v] = false, dist[v] = 0, pred[v] = NIL;
+        seen[S] = dirty[S] = true;
         bool changed = true;
         for (size_t round = 0; changed && round < V; round++) {
-            changed = false;
+            changed = false; /* a round relaxes the vertices improved since */
             for (size_t u = 0; u < V; u++) {
-                if (!seen[u]) continue;
-                for (size_t v = 0; v < V; v++) {
+                if (!dirty[u]) continue;
+                dirty[u] = false;
+                for (size_t a = 0; a < deg[u]; a++) {
+                    size_t v = adj[AT(u, a)];
                     i128 c; /* residual edge u->v: unused forward or used backward */
                     if (edge[AT(u, v)] && !flow[AT(u, v)]) c = cost[AT(u, v)];
                     else if (edge[AT(v, u)] && flow[AT(v, u)]) c = -cost[AT(v, u)];
                     else continue;
                     if (v != S && (!seen[v] || dist[u] + c < dist[v])) {
-                        dist[v] = dist[u] + c, pred[v] = u, seen[v] = true;
+                        dist[v] = dist[u] + c, pred[v] = u, seen[v] = dirty[v] = true;
                         changed = true;
                     }
                 }
@@ -334,6 +352,7 @@ mp_status oracle_objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *obj
     }
 #undef AT
     *k = nobj;
-    free(edge), free(flow), free(cost), free(dist), free(pred), free(seen);
+    free(edge), free(flow), free(cost), free(dist), free(pred), free(seen), free(dirty);
+    free(deg), free(adj);
     return MP_OK;
 }

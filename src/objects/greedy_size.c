@@ -5,14 +5,15 @@
  * suitable object (one holding no buffer whose interval meets its own),
  * else a new object.  Objects are created in non-increasing size, so Alg. 2
  * ("the last suitable object in creation order") is the newest object not
- * used by a conflicting buffer.  The buffers already assigned that conflict
- * come from an interval index, their objects are marked, and we step down
- * from the newest object past marked ones.
+ * busy during the buffer's life: mp__conf gives the busy objects as a bit
+ * set over compressed time (or, past its memory budget, by marking the
+ * objects of the conflicting buffers an interval index reports).
  *
- * Cost: O(n log n + sum over buffers of (c + 1) log n), c = assigned
- * buffers meeting the buffer's interval (small on DNN-shaped inputs; the
- * paper's literal form is O(k n^2) and is the oracle). */
-#include "../core/internal.h"
+ * Cost: O(n log n) to sort, then per buffer O((span + log n) W) with
+ * W = ceil(objects / 64) -- a few cache lines on DNN-shaped inputs -- or
+ * O((c + 1) log n) in index mode, c = assigned buffers meeting it.  The
+ * paper's literal form is O(k n^2) and is the oracle. */
+#include "objset.h"
 
 #include <stdlib.h>
 
@@ -20,35 +21,23 @@ mp_status mp__objects_greedy_size(const mp_buffer_t *b, size_t n, size_t *object
     *k = 0;
     if (n == 0) return MP_OK;
     mp__key *key = malloc(n * sizeof *key);
-    size_t *mark = malloc(n * sizeof *mark); /* mark[o] = 1 + buffer that marked o */
-    size_t *hits = NULL, nhits = 0, caphits = 0;
-    mp__itree it;
-    mp_status s = key && mark ? mp__itree_init(&it, b, n) : MP__NOMEM();
-    if (s != MP_OK) {
-        free(key), free(mark);
-        return s;
+    mp__conf c;
+    mp_status s = key ? mp__conf_init(&c, b, n, object) : MP__NOMEM();
+    if (key && s == MP_OK) {
+        for (size_t i = 0; i < n; i++) key[i] = (mp__key){UINT64_MAX - b[i].size, 0, i};
+        s = mp__sort_keys(key, n);
     }
-    for (size_t i = 0; i < n; i++) key[i] = (mp__key){UINT64_MAX - b[i].size, 0, i};
-    s = mp__sort_keys(key, n);
     size_t nobj = 0;
     for (size_t r = 0; s == MP_OK && r < n; r++) {
         size_t t = key[r].i;
-        nhits = 0;
-        s = mp__itree_query(&it, b[t].first, b[t].last, &hits, &nhits, &caphits);
-        for (size_t h = 0; h < nhits; h++) mark[object[hits[h]]] = t + 1;
-        size_t o = nobj;
-        while (o > 0 && mark[o - 1] == t + 1) o--;
-        if (o == 0) { /* every object is taken during t's life */
-            mark[nobj] = 0;
-            o = ++nobj;
-        }
-        object[t] = o - 1;
-        mp__itree_set(&it, t, true);
+        s = mp__conf_query(&c, t);
+        size_t o = mp__conf_highest_free(&c, nobj);
+        if (o == MP__NONE) o = nobj++;
+        object[t] = o;
+        if (s == MP_OK) s = mp__conf_add(&c, t, o);
     }
     *k = nobj;
-    mp__itree_free(&it);
-    free(hits);
+    if (key) mp__conf_free(&c);
     free(key);
-    free(mark);
     return s;
 }

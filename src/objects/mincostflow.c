@@ -18,19 +18,22 @@
  * This file solves the same problem as an assignment: each buffer (row)
  * takes one column, either its private "new object" column or one L_j,
  * each L_j at most once.  Rows are added in (first, index) order and each
- * is routed by a shortest augmenting path (successive shortest paths with
- * potentials, Dijkstra on a binary heap, stopping at the first free column
- * it pops).  The O(n^2) reuse edges are never stored: the L_j available to
- * a row are a prefix of the buffers sorted by last.  A relaxation whose
- * distance exceeds the best free column already seen is not queued; such a
- * column could only be popped after the search has stopped, so the result
- * is unchanged.  Objects are numbered by their first buffer in (first,
- * index) order.  Distances and potentials are 128-bit: a path mixes up to n
- * positive and negative costs of up to 2^64.
+ * is routed along a shortest augmenting path (successive shortest paths
+ * with potentials; Dijkstra on a binary heap that prefers free columns
+ * among equal distances and stops at the first free column it pops).  The
+ * O(n^2) reuse edges are never stored: the L_j open to a row are a prefix
+ * of the buffers sorted by last, and columns are numbered in that order so
+ * a row's edges are one sequential scan.  A column whose distance exceeds
+ * that of the best free column seen is not queued: it could only be popped
+ * after the search has stopped.  Objects are numbered by their first
+ * buffer in (first, index) order.  Distances and potentials are 128-bit: a
+ * path mixes up to n positive and negative costs of up to 2^64.
  *
- * Cost: O(n) rows x (rows reached by the search) x O(n log n) per reached
- * row: O(n^3 log n) in the worst case, about O(n^2 log n) on DNN-shaped
- * inputs where augmenting paths are short; O(n) memory. */
+ * Cost: n searches; each scans O(n) edges of every row it reaches and
+ * queues some of them, O(n^2 log n) per search in the worst case
+ * (O(n^3 log n) in all), about n^2 times the rows reached per search on
+ * DNN-shaped inputs.  O(n) memory.  Meant for up to a few thousand
+ * buffers. */
 #include "../core/internal.h"
 
 #include <stdlib.h>
@@ -42,14 +45,18 @@ typedef __int128 i128;
 typedef struct hitem {
     i128 d;
     size_t c;
+    bool matched;
 } hitem;
 
+/* Columns 0..n-1 are L columns in (last, index) order (column p is buffer
+ * lefts[p]); column n + i is row i's new-object column. */
 typedef struct mcf {
     const mp_buffer_t *b;
     size_t n;
-    size_t *lefts;       /* buffers by (last, index) */
+    size_t *lefts;       /* column -> buffer */
+    uint64_t *llast, *lsize;
     size_t *mrow;        /* row -> column */
-    size_t *mcol;        /* column -> row; columns 0..n-1 = L_j, n+i = new for row i */
+    size_t *mcol;        /* column -> row */
     i128 *prow, *pcol;   /* potentials */
     i128 *dist;          /* per column, valid when seen[c] == stamp */
     size_t *seen, *popped, *from, stamp;
@@ -59,14 +66,17 @@ typedef struct mcf {
     size_t nheap, capheap;
 } mcf;
 
+/* Ties: free columns first (they end the search), then by number. */
 static bool hless(const hitem *x, const hitem *y) {
-    return x->d != y->d ? x->d < y->d : x->c < y->c;
+    if (x->d != y->d) return x->d < y->d;
+    if (x->matched != y->matched) return x->matched < y->matched;
+    return x->c < y->c;
 }
 
 static mp_status hpush(mcf *m, i128 d, size_t c) {
     mp_status s = mp__grow((void **)&m->heap, &m->capheap, m->nheap + 1, sizeof *m->heap);
     if (s != MP_OK) return s;
-    hitem e = {d, c};
+    hitem e = {d, c, m->mcol[c] != NONE};
     size_t i = m->nheap++;
     while (i > 0 && hless(&e, &m->heap[(i - 1) / 2])) {
         m->heap[i] = m->heap[(i - 1) / 2];
@@ -91,11 +101,11 @@ static hitem hpop(mcf *m) {
     return top;
 }
 
+/* Cost of the edge row r -> column c. */
 static uint64_t cost(const mcf *m, size_t r, size_t c) {
     uint64_t sr = m->b[r].size;
     if (c >= m->n) return sr;
-    uint64_t sc = m->b[c].size;
-    return sr > sc ? sr - sc : 0;
+    return sr > m->lsize[c] ? sr - m->lsize[c] : 0;
 }
 
 /* Reduced cost of the residual edge row -> column. */
@@ -116,13 +126,16 @@ static mp_status offer(mcf *m, size_t r, size_t c, i128 d, i128 *ub) {
     return hpush(m, d, c);
 }
 
-/* Relaxes every residual edge out of row r, whose distance is dr. */
+/* Relaxes every residual edge out of row r, whose distance is dr.  The
+ * edge to r's own column was used to reach r: that column is popped. */
 static mp_status relax_row(mcf *m, size_t r, i128 dr, i128 *ub) {
     mp_status s = offer(m, r, m->n + r, dr + rcost(m, r, m->n + r), ub);
-    for (size_t j = 0; s == MP_OK && j < m->n; j++) {
-        size_t c = m->lefts[j];
-        if (m->b[c].last >= m->b[r].first) break;
-        if (c != m->mrow[r]) s = offer(m, r, c, dr + rcost(m, r, c), ub);
+    uint64_t sr = m->b[r].size, fr = m->b[r].first;
+    i128 base = dr + m->prow[r];
+    for (size_t c = 0; s == MP_OK && c < m->n && m->llast[c] < fr; c++) {
+        if (m->popped[c] == m->stamp) continue;
+        i128 d = base + (i128)(sr > m->lsize[c] ? sr - m->lsize[c] : 0) - m->pcol[c];
+        if (m->seen[c] != m->stamp || d < m->dist[c]) s = offer(m, r, c, d, ub);
     }
     return s;
 }
@@ -170,11 +183,12 @@ static mp_status add_row(mcf *m, size_t r0) {
 
 /* Turns the matching into object numbers along the chains. */
 static void chains(const mcf *m, const size_t *byfirst, size_t *object, size_t *k) {
-    size_t nobj = 0;
+    size_t nobj = 0, *colof = m->from; /* reuse: buffer -> its L column */
+    for (size_t c = 0; c < m->n; c++) colof[m->lefts[c]] = c;
     for (size_t j = 0; j < m->n; j++) {
         size_t r = byfirst[j];
         if (m->mrow[r] < m->n) continue; /* reuses an object */
-        for (size_t x = r; x != NONE; x = m->mcol[x]) object[x] = nobj;
+        for (size_t x = r; x != NONE; x = m->mcol[colof[x]]) object[x] = nobj;
         nobj++;
     }
     *k = nobj;
@@ -183,6 +197,8 @@ static void chains(const mcf *m, const size_t *byfirst, size_t *object, size_t *
 static mp_status setup(mcf *m, size_t n) {
     size_t c2 = 2 * n;
     m->lefts = malloc(n * sizeof *m->lefts);
+    m->llast = malloc(n * sizeof *m->llast);
+    m->lsize = malloc(n * sizeof *m->lsize);
     m->mrow = malloc(n * sizeof *m->mrow);
     m->mcol = malloc(c2 * sizeof *m->mcol);
     m->prow = calloc(n, sizeof *m->prow);
@@ -192,8 +208,8 @@ static mp_status setup(mcf *m, size_t n) {
     m->popped = calloc(c2, sizeof *m->popped);
     m->from = malloc(c2 * sizeof *m->from);
     m->order = malloc(c2 * sizeof *m->order);
-    if (!m->lefts || !m->mrow || !m->mcol || !m->prow || !m->pcol || !m->dist || !m->seen ||
-        !m->popped || !m->from || !m->order)
+    if (!m->lefts || !m->llast || !m->lsize || !m->mrow || !m->mcol || !m->prow || !m->pcol ||
+        !m->dist || !m->seen || !m->popped || !m->from || !m->order)
         return MP__NOMEM();
     for (size_t i = 0; i < n; i++) m->mrow[i] = NONE;
     for (size_t c = 0; c < c2; c++) m->mcol[c] = NONE;
@@ -201,15 +217,19 @@ static mp_status setup(mcf *m, size_t n) {
     if (!k) return MP__NOMEM();
     for (size_t i = 0; i < n; i++) k[i] = (mp__key){m->b[i].last, 0, i};
     mp_status s = mp__sort_keys(k, n);
-    for (size_t i = 0; s == MP_OK && i < n; i++) m->lefts[i] = k[i].i;
+    for (size_t c = 0; s == MP_OK && c < n; c++) {
+        m->lefts[c] = k[c].i;
+        m->llast[c] = m->b[k[c].i].last;
+        m->lsize[c] = m->b[k[c].i].size;
+    }
     free(k);
     return s;
 }
 
 static void teardown(mcf *m) {
-    free(m->lefts), free(m->mrow), free(m->mcol), free(m->prow), free(m->pcol);
-    free(m->dist), free(m->seen), free(m->popped), free(m->from), free(m->order);
-    free(m->heap);
+    free(m->lefts), free(m->llast), free(m->lsize), free(m->mrow), free(m->mcol);
+    free(m->prow), free(m->pcol), free(m->dist), free(m->seen), free(m->popped);
+    free(m->from), free(m->order), free(m->heap);
 }
 
 mp_status mp__objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *object, size_t *k) {

@@ -1,72 +1,110 @@
 /* objset.h -- private helpers of the shared-object strategies.
  *
- * mp__objset records which buffer intervals each shared object holds and
- * answers, in O(log n) expected each:
- *   - the neighbours of an interval inside one object (the member ending
- *     last before it, the member starting first after it);
- *   - over ALL objects at once, the object whose nearest member is closest
- *     in time to an interval that fits into one of its idle gaps ("holes").
- * The second query is what Greedy by Size Improved (pisarchyk2020 sec.
- * 4.4) repeats; it uses two treaps augmented with a subtree maximum
- * (mp__atree) over the members: one keyed by each member's last time
- * whose value is where the hole after it ends, one keyed by each member's
- * first time whose value encodes where the hole before it starts. */
+ * mp__conf answers "which objects hold a buffer that meets buffer t?" for
+ * the greedy strategies.  Times are compressed to operator indices (the
+ * distinct start times); a buffer spans a range of them, and two buffers
+ * conflict iff their ranges meet.  Normally it keeps, per time index, a
+ * bit set of busy objects inside a 64-ary OR tree, so a query or an update
+ * costs O((min(span, 126 per level) + height) * W) words for
+ * W = ceil(objects / 64): a few cache lines on DNN-shaped inputs.  When
+ * those bit sets would pass a memory budget (many objects over many times)
+ * it switches to the interval index of assigned buffers and marks their
+ * objects, O((c + 1) log n) for c conflicting buffers.  Both answer exactly
+ * the same.
+ *
+ * mp__holes indexes the idle gaps ("holes") of every object so that the
+ * object whose nearest member is closest in time to an interval that fits
+ * into one of its holes is found in O(log n) (Greedy by Size Improved).
+ * mp__maxtree is the static max segment tree with leaf-climbing searches
+ * under both. */
 #ifndef MEMPLAN_OBJSET_H
 #define MEMPLAN_OBJSET_H
 
 #include "../core/internal.h"
 
-/* ---- augmented ordered set ----------------------------------------------
- * Distinct keys (k1, k2), lexicographic, each with a value v; every node
- * keeps agg = max v in its subtree, so "the nearest key on one side whose
- * value reaches th" costs one root path. */
-typedef struct mp__anode {
-    uint64_t k1, k2, v, agg;
-    uint32_t prio;
-    size_t left, right;
-} mp__anode;
+#define MP__NONE ((size_t)-1)
 
-typedef struct mp__atree {
-    mp__anode *node;
-    size_t root, cap, used, free_list;
-    uint32_t seed;
-} mp__atree;
+/* ---- static max segment tree ---------------------------------------------
+ * n leaves (all 0 at first), values uint64.  Searches start at a leaf and
+ * climb, so answers close to the start cost O(log distance). */
+typedef struct mp__maxtree {
+    size_t cap;          /* leaves, a power of two */
+    uint64_t *v;         /* 2 * cap nodes; v[cap + i] is leaf i */
+} mp__maxtree;
 
-void mp__atree_init(mp__atree *t);
-void mp__atree_free(mp__atree *t);
-/* Inserts (k1,k2) with value v, replacing the value if the key exists. */
-mp_status mp__atree_put(mp__atree *t, uint64_t k1, uint64_t k2, uint64_t v);
-/* Largest key < (k1,k2) whose value is >= th; false if none. */
-bool mp__atree_last_below(const mp__atree *t, uint64_t k1, uint64_t k2, uint64_t th,
-                          uint64_t *o1, uint64_t *o2);
-/* Smallest key > (k1,k2) whose value is >= th; false if none. */
-bool mp__atree_first_above(const mp__atree *t, uint64_t k1, uint64_t k2, uint64_t th,
-                           uint64_t *o1, uint64_t *o2);
+mp_status mp__maxtree_init(mp__maxtree *t, size_t n);
+void mp__maxtree_free(mp__maxtree *t);
+/* Sets leaf i to x (and the maxima above it). */
+void mp__maxtree_set(mp__maxtree *t, size_t i, uint64_t x);
+/* Largest leaf < p whose value is >= th, or MP__NONE. */
+size_t mp__maxtree_last_before(const mp__maxtree *t, size_t p, uint64_t th);
+/* Smallest leaf >= p whose value is >= th, or MP__NONE. */
+size_t mp__maxtree_first_from(const mp__maxtree *t, size_t p, uint64_t th);
 
-/* ---- member sets of all objects ----------------------------------------- */
-typedef struct mp__objset {
-    mp__tset by_first;   /* (object, first) of every member */
-    mp__tset by_last;    /* (object, last) of every member */
-    mp__atree after;     /* (last, ~object) -> first of the object's next member, or ~0 */
-    mp__atree before;    /* (first, object) -> ~(1 + last of the previous member), or ~0 */
-} mp__objset;
+/* ---- conflicts: objects busy during a buffer's life ---------------------- */
 
-void mp__objset_init(mp__objset *s);
-void mp__objset_free(mp__objset *s);
+/* Words of bit sets the mask mode may use before switching to the interval
+ * index.  A variable so tests can force either mode. */
+extern size_t mp__conf_budget_words;
 
-/* Adds [first,last] to object o.  The caller guarantees it meets no member
- * of o (the object is free over it). */
-mp_status mp__objset_add(mp__objset *s, uint64_t o, uint64_t first, uint64_t last);
+typedef struct mp__conf {
+    const mp_buffer_t *b;
+    size_t n, *object;        /* the caller's assignment */
+    bool *assigned;
+    size_t m, *lo, *hi;       /* time indices; each buffer's span of them */
+    size_t nobj;              /* objects known (numbers < nobj) */
+    bool use_mask;
+    /* mask mode: levels of the 64-ary tree, W words per node */
+    size_t W, levels, len[12], off[12];
+    uint64_t *any, *full, *q; /* q: the last query's bit set */
+    /* index mode */
+    mp__itree tree;
+    size_t *mark, markcap, stamp, *hits, nhits, caphits;
+} mp__conf;
 
-/* Last time of o's member ending latest before time t; false if none. */
-bool mp__objset_prev_last(const mp__objset *s, uint64_t o, uint64_t t, uint64_t *last);
-/* First time of o's member starting earliest after time t; false if none. */
-bool mp__objset_next_first(const mp__objset *s, uint64_t o, uint64_t t, uint64_t *first);
+mp_status mp__conf_init(mp__conf *c, const mp_buffer_t *b, size_t n, size_t *object);
+void mp__conf_free(mp__conf *c);
+/* Finds the objects busy during buffer t's life (t not yet assigned). */
+mp_status mp__conf_query(mp__conf *c, size_t t);
+/* After mp__conf_query: is object o busy? */
+bool mp__conf_busy(const mp__conf *c, size_t o);
+/* After mp__conf_query: the highest object below `below` that is not
+ * busy, or MP__NONE. */
+size_t mp__conf_highest_free(const mp__conf *c, size_t below);
+/* After mp__conf_query: the lowest object >= o that is not busy, or
+ * MP__NONE. */
+size_t mp__conf_next_free(const mp__conf *c, size_t o);
+/* Records that buffer t now lives in object o (o <= objects known). */
+mp_status mp__conf_add(mp__conf *c, size_t t, size_t o);
 
-/* Over every object free during [first,last], the one whose nearest member
- * is closest in time; gap = idle time steps between that member and the
- * interval.  Ties: lower object number.  False if no object is free. */
-bool mp__objset_nearest(const mp__objset *s, uint64_t first, uint64_t last, uint64_t *gap,
-                        uint64_t *o);
+/* ---- holes of all objects ------------------------------------------------- */
+typedef struct mp__holes {
+    const mp_buffer_t *b;
+    size_t n;
+    const size_t *object;
+    size_t *byl, *posl;       /* buffers by (last, index) and their positions */
+    size_t *byf, *posf;       /* buffers by (first, index) */
+    uint64_t *lastk, *firstk; /* the sort keys, for galloping searches */
+    size_t *prev, *next;      /* neighbour members in time, MP__NONE */
+    mp__maxtree after;        /* at posl[m]: end of the hole after member m
+                               * (next member's first, or ~0); 0 = no member */
+    mp__maxtree before;       /* at posf[m]: ~(start of the hole before m),
+                               * start = previous member's last + 1, or 0 */
+} mp__holes;
+
+/* A hole found for an interval: object o, gap to its nearest member, and
+ * the members around it (MP__NONE for the open ends). */
+typedef struct mp__hole {
+    uint64_t gap;
+    size_t o, left, right;
+} mp__hole;
+
+mp_status mp__holes_init(mp__holes *h, const mp_buffer_t *b, size_t n, const size_t *object);
+void mp__holes_free(mp__holes *h);
+/* Makes t a member of object[t], between members left and right. */
+void mp__holes_add(mp__holes *h, size_t t, size_t left, size_t right);
+/* Over every object with a hole containing buffer t's interval, the one
+ * whose nearest member is closest (ties: lower object).  False if none. */
+bool mp__holes_nearest(const mp__holes *h, size_t t, mp__hole *out);
 
 #endif /* MEMPLAN_OBJSET_H */
