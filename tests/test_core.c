@@ -167,7 +167,94 @@ static void test_bounds_random(void) {
     MP_CHECK_EQ_U64(agree, 3000);
 }
 
+/* The interval index against a scan: random switching and queries. */
+static void test_itree(void) {
+    uint64_t st = 11;
+    long agree = 0, total = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        size_t n = 1 + mp_gen_next(&st) % 300;
+        mp_buffer_t *b = malloc(n * sizeof *b);
+        bool *on = calloc(n, sizeof *on);
+        mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), st);
+        mp__itree t;
+        MP_CHECK_OK(mp__itree_init(&t, b, n));
+        size_t *hits = NULL, len = 0, cap = 0;
+        for (int q = 0; q < 50; q++) {
+            size_t i = mp_gen_next(&st) % n;
+            on[i] = !on[i];
+            mp__itree_set(&t, i, on[i]);
+            uint64_t lo = b[mp_gen_next(&st) % n].first, hi = lo + mp_gen_next(&st) % 20;
+            len = 0;
+            MP_CHECK_OK(mp__itree_query(&t, lo, hi, &hits, &len, &cap));
+            size_t want = 0;
+            bool ok = true;
+            for (size_t k = 0; k < n; k++) want += on[k] && b[k].first <= hi && b[k].last >= lo;
+            for (size_t k = 0; k < len; k++)
+                ok &= on[hits[k]] && b[hits[k]].first <= hi && b[hits[k]].last >= lo &&
+                      (k == 0 || b[hits[k - 1]].first <= b[hits[k]].first);
+            agree += ok && want == len;
+            total++;
+        }
+        free(hits);
+        mp__itree_free(&t);
+        free(b), free(on);
+    }
+    MP_CHECK_EQ_U64(agree, total);
+}
+
+/* The ordered set against a sorted array of present keys. */
+static void test_tset(void) {
+    mp__tset s;
+    mp__tset_init(&s);
+    enum { K = 64 };
+    bool present[K][4] = {{false}};
+    uint64_t st = 5;
+    long agree = 0, erases = 0, erase_agree = 0;
+    for (int op = 0; op < 20000; op++) {
+        uint64_t a = mp_gen_next(&st) % K, b = mp_gen_next(&st) % 4;
+        if (mp_gen_next(&st) % 2) {
+            MP_CHECK_OK(mp__tset_insert(&s, a, b));
+            present[a][b] = true;
+        } else {
+            bool was = present[a][b];
+            erase_agree += mp__tset_erase(&s, a, b) == was;
+            erases++;
+            present[a][b] = false;
+        }
+        /* ceil/next/floor/prev of a random probe vs a scan */
+        uint64_t pa = mp_gen_next(&st) % K, pb = mp_gen_next(&st) % 4, x1, x2;
+        long want_ceil = -1, want_next = -1, want_floor = -1, want_prev = -1;
+        for (long k = 0; k < K * 4; k++) {
+            long probe = (long)(pa * 4 + pb);
+            if (!present[k / 4][k % 4]) continue;
+            if (k >= probe && want_ceil < 0) want_ceil = k;
+            if (k > probe && want_next < 0) want_next = k;
+            if (k <= probe) want_floor = k;
+            if (k < probe) want_prev = k;
+        }
+        bool ok = true;
+        bool f = mp__tset_ceil(&s, pa, pb, &x1, &x2);
+        ok &= f == (want_ceil >= 0) && (!f || (long)(x1 * 4 + x2) == want_ceil);
+        f = mp__tset_next(&s, pa, pb, &x1, &x2);
+        ok &= f == (want_next >= 0) && (!f || (long)(x1 * 4 + x2) == want_next);
+        f = mp__tset_floor(&s, pa, pb, &x1, &x2);
+        ok &= f == (want_floor >= 0) && (!f || (long)(x1 * 4 + x2) == want_floor);
+        f = mp__tset_prev(&s, pa, pb, &x1, &x2);
+        ok &= f == (want_prev >= 0) && (!f || (long)(x1 * 4 + x2) == want_prev);
+        agree += ok;
+    }
+    size_t count = 0;
+    for (int a = 0; a < K; a++)
+        for (int b = 0; b < 4; b++) count += present[a][b];
+    MP_CHECK_EQ_U64(s.count, count);
+    MP_CHECK_EQ_U64(agree, 20000);
+    MP_CHECK_EQ_U64(erase_agree, erases);
+    mp__tset_free(&s);
+}
+
 int main(void) {
+    test_itree();
+    test_tset();
     test_paper_facts();
     test_alignment_bounds();
     test_validation();

@@ -19,9 +19,9 @@ mp_status mp__itree_init(mp__itree *t, const mp_buffer_t *b, size_t n) {
     t->order = malloc((n ? n : 1) * sizeof *t->order);
     t->pos = malloc((n ? n : 1) * sizeof *t->pos);
     t->maxlast1 = calloc(2 * t->cap, sizeof *t->maxlast1);
-    /* depth is log2(cap) + 1; two entries per level are enough for an
-     * explicit DFS stack, 2 * 64 + 2 covers any size_t. */
-    t->stack = malloc(130 * sizeof *t->stack);
+    /* The DFS holds at most two frames per level (65 levels for any
+     * size_t) of three words each. */
+    t->stack = malloc(3 * 132 * sizeof *t->stack);
     if (!t->order || !t->pos || !t->maxlast1 || !t->stack) {
         mp__itree_free(t);
         return MP__NOMEM();
@@ -64,28 +64,24 @@ mp_status mp__itree_query(mp__itree *t, uint64_t lo, uint64_t hi, size_t **out, 
                           size_t *cap) {
     size_t p = prefix_len(t, hi);
     if (p == 0 || t->n == 0) return MP_OK;
-    /* DFS over nodes; a node covers leaves [l, r) and is entered only if it
-     * starts inside the prefix and its max last reaches lo.  Right child is
+    /* DFS over nodes; a node at `level` covers leaves [l, l + (cap >> level))
+     * and is entered only if it starts inside the prefix and its max last
+     * reaches lo.  Frames are (node, l, level) triples; the right child is
      * pushed first so answers come out in leaf order. */
-    size_t sp = 0;
-    size_t *st = t->stack;
-    st[sp++] = 1;
+    size_t sp = 0, *st = t->stack;
+    st[sp++] = 1, st[sp++] = 0, st[sp++] = 0;
     while (sp) {
-        size_t v = st[--sp];
-        if (t->maxlast1[v] < lo + 1) continue;
-        size_t depth = 0;
-        for (size_t x = v; x > 1; x /= 2) depth++;
-        size_t width = t->cap >> depth;
-        size_t l = (v - (((size_t)1) << depth)) * width;
-        if (l >= p) continue;
+        size_t level = st[--sp], l = st[--sp], v = st[--sp];
+        if (t->maxlast1[v] < lo + 1 || l >= p) continue;
         if (v >= t->cap) {
             mp_status s = mp__grow((void **)out, cap, *len + 1, sizeof **out);
             if (s != MP_OK) return s;
             (*out)[(*len)++] = t->order[v - t->cap];
             continue;
         }
-        st[sp++] = 2 * v + 1;
-        st[sp++] = 2 * v;
+        size_t half = (t->cap >> level) / 2;
+        st[sp++] = 2 * v + 1, st[sp++] = l + half, st[sp++] = level + 1;
+        st[sp++] = 2 * v, st[sp++] = l, st[sp++] = level + 1;
     }
     return MP_OK;
 }
