@@ -50,12 +50,12 @@ static void sort_idx(const mp_buffer_t *b, size_t *idx, size_t n,
 mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
     if (n == 0) return MP_OK;
     line *ln = malloc((2 * n + 3) * sizeof *ln);
-    size_t *todo = malloc(n * sizeof *todo); /* unplaced, by (first, index) */
-    if (!ln || !todo) {
-        free(ln), free(todo);
+    size_t *unplaced = malloc(n * sizeof *unplaced); /* unplaced, by (first, index) */
+    if (!ln || !unplaced) {
+        free(ln), free(unplaced);
         return MP__NOMEM();
     }
-    sort_idx(b, todo, n, by_first);
+    sort_idx(b, unplaced, n, by_first);
     uint64_t t0 = b[0].first, t1 = b[0].last;
     for (size_t i = 0; i < n; i++) t0 = mp__min64(t0, b[i].first), t1 = mp__max64(t1, b[i].last);
     size_t cnt = 1, left = n;
@@ -68,17 +68,17 @@ mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
          * the unplaced ones starting in it (the others cannot fit). */
         uint64_t l = ln[k].l, r = ln[k].r;
         size_t lo = 0, hi = left;
-        while (lo < hi) { /* first of todo starting at or after l */
+        while (lo < hi) { /* first of unplaced starting at or after l */
             size_t mid = lo + (hi - lo) / 2;
-            if (b[todo[mid]].first < l) lo = mid + 1;
+            if (b[unplaced[mid]].first < l) lo = mid + 1;
             else hi = mid;
         }
         size_t xk = left;
-        for (size_t j = lo; j < left && b[todo[j]].first <= r; j++) {
-            const mp_buffer_t *y = &b[todo[j]], *z = xk < left ? &b[todo[xk]] : NULL;
+        for (size_t j = lo; j < left && b[unplaced[j]].first <= r; j++) {
+            const mp_buffer_t *y = &b[unplaced[j]], *z = xk < left ? &b[unplaced[xk]] : NULL;
             if (y->last > r) continue;
             if (!z || y->last - y->first > z->last - z->first ||
-                (y->last - y->first == z->last - z->first && todo[j] < todo[xk]))
+                (y->last - y->first == z->last - z->first && unplaced[j] < unplaced[xk]))
                 xk = j;
         }
         if (xk == left) { /* lift up to the lower neighbour; equal lines then merge */
@@ -88,8 +88,8 @@ mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
             merge_equal(ln, &cnt);
             continue;
         }
-        size_t x = todo[xk];
-        memmove(&todo[xk], &todo[xk + 1], (--left - xk) * sizeof *todo);
+        size_t x = unplaced[xk];
+        memmove(&unplaced[xk], &unplaced[xk + 1], (--left - xk) * sizeof *unplaced);
         line old = ln[k];
         line piece[3];
         size_t np = 0;
@@ -102,7 +102,7 @@ mp_status oracle_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *off) {
         cnt += np - 1;
         merge_equal(ln, &cnt);
     }
-    free(ln), free(todo);
+    free(ln), free(unplaced);
     return MP_OK;
 }
 
