@@ -1,29 +1,88 @@
-/* cmd_list.c -- `memplan strategies` and `memplan models`: what is there. */
+/* cmd_list.c -- `memplan strategies` and `memplan models`: what is there,
+ * as a table or (--json) as one object. */
 #include "cli.h"
 
 #include <string.h>
 
-int cmd_strategies(int argc, char **argv) {
-    (void)argv;
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        puts("usage: memplan strategies\n\nLists every strategy, its kind and its source.");
-        return EXIT_OK;
+static const char *const kind_name[] = {"offsets", "objects", "meta"};
+
+/* Prints s as a JSON string (the texts here are plain ASCII, but quote
+ * marks and backslashes are escaped all the same). */
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        putchar(*s);
     }
-    static const char *kind[] = {"offsets", "objects", "meta"};
-    printf("%-30s %-8s %-36s %s\n", "strategy", "kind", "source", "what it does");
-    for (size_t i = 0; i < mp_strategy_count(); i++) {
-        const mp_strategy_info_t *s = mp_strategy_info(i);
-        printf("%-30s %-8s %-36s %s", s->name, kind[s->kind], s->source, s->summary);
-        if (s->all_limit) printf(" ('all' skips it above %zu buffers)", s->all_limit);
-        putchar('\n');
+    putchar('"');
+}
+
+static int parse_flags(int argc, char **argv, const char *usage, bool *json) {
+    *json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts(usage);
+            return -1;
+        }
+        if (strcmp(argv[i], "--json")) {
+            fprintf(stderr, "memplan: unexpected argument '%s'\n%s\n", argv[i], usage);
+            return EXIT_INPUT;
+        }
+        *json = true;
     }
     return EXIT_OK;
 }
 
+int cmd_strategies(int argc, char **argv) {
+    bool json;
+    int rc = parse_flags(argc, argv,
+                         "usage: memplan strategies [--json]\n\n"
+                         "Lists every strategy, its kind and its source.",
+                         &json);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    if (!json) printf("%-30s %-8s %-36s %s\n", "strategy", "kind", "source", "what it does");
+    else printf("{\"strategies\":[");
+    for (size_t i = 0; i < mp_strategy_count(); i++) {
+        const mp_strategy_info_t *s = mp_strategy_info(i);
+        if (json) {
+            printf("%s{\"name\":", i ? "," : "");
+            json_str(s->name);
+            printf(",\"kind\":\"%s\",\"source\":", kind_name[s->kind]);
+            json_str(s->source);
+            printf(",\"summary\":");
+            json_str(s->summary);
+            printf(",\"all_limit\":%zu}", s->all_limit);
+            continue;
+        }
+        printf("%-30s %-8s %-36s %s", s->name, kind_name[s->kind], s->source, s->summary);
+        if (s->all_limit) printf(" ('all' skips it above %zu buffers)", s->all_limit);
+        putchar('\n');
+    }
+    if (json) printf("]}\n");
+    return EXIT_OK;
+}
+
 int cmd_models(int argc, char **argv) {
-    (void)argc, (void)argv;
+    bool json;
+    int rc = parse_flags(argc, argv,
+                         "usage: memplan models [--json]\n\n"
+                         "Lists the built-in models ('memplan plan --model NAME').",
+                         &json);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
     size_t k;
     const cli_model *m = cli_models(&k);
-    for (size_t i = 0; i < k; i++) printf("%-16s %s\n", m[i].name, m[i].about);
+    if (json) printf("{\"models\":[");
+    for (size_t i = 0; i < k; i++) {
+        if (!json) {
+            printf("%-16s %s\n", m[i].name, m[i].about);
+            continue;
+        }
+        printf("%s{\"name\":", i ? "," : "");
+        json_str(m[i].name);
+        printf(",\"about\":");
+        json_str(m[i].about);
+        putchar('}');
+    }
+    if (json) printf("]}\n");
     return EXIT_OK;
 }

@@ -112,6 +112,9 @@ else
 fi
 expect 0 "meets the lower bound: optimal" plan --model mobilenet_v1
 expect 0 "mobilenet_v1" models
+expect 0 '{"models":[{"name":"mobilenet_v1"' models --json
+expect 0 '{"name":"greedy-size","kind":"offsets","source":"pisarchyk2020' strategies --json
+expect 2 "unexpected argument '--bogus'" strategies --bogus
 expect 0 "greedy-size" strategies
 
 echo "cli: $pass passed, $fail failed"
