@@ -33,6 +33,35 @@ static void test_paper_facts(void) {
     MP_CHECK_EQ_U64(bd.peak_count, 3);
 }
 
+/* Bounds of three small graphs, derived by hand.
+ * Chain a(40)->b(10)->c(30)->d(20): tensor k lives [k, k+1] (d: [3,3]).
+ *   Profiles: t0 {40}, t1 {40,10}, t2 {10,30}, t3 {30,20}.
+ *   Offsets bound = max(40, 50, 40, 50) = 50.  Positional maxima:
+ *   1st max(40,40,30,30) = 40, 2nd max(10,10,20) = 20 -> objects 60.
+ * Residual block: x(16) [0,3] feeds conv1 -> y(32) [1,2] -> conv2 ->
+ *   z(8) [2,3], then add(x, z) -> out(16) [3,3].
+ *   Profiles: t0 {16}, t1 {16,32}, t2 {16,32,8}, t3 {16,8,16}.
+ *   Offsets bound = max(16, 48, 56, 40) = 56.  Positional maxima:
+ *   1st 32, 2nd max(16,16,16) = 16, 3rd max(8,8) = 8 -> objects 56.
+ * Branch and join: in(10) [0,2] feeds p(20) [1,3] and q(5) [2,3];
+ *   join(p, q) -> r(10) [3,3].  Profiles: t0 {10}, t1 {10,20},
+ *   t2 {10,20,5}, t3 {20,5,10}.  Offsets bound = max(10, 30, 35, 35) = 35.
+ *   Positional maxima: 1st 20, 2nd 10, 3rd 5 -> objects 35. */
+static void test_small_graph_bounds(void) {
+    static const struct { mp_buffer_t b[4]; uint64_t off, obj, naive; } g[] = {
+        {{{0, 0, 1, 40, 0}, {1, 1, 2, 10, 0}, {2, 2, 3, 30, 0}, {3, 3, 3, 20, 0}}, 50, 60, 100},
+        {{{0, 0, 3, 16, 0}, {1, 1, 2, 32, 0}, {2, 2, 3, 8, 0}, {3, 3, 3, 16, 0}}, 56, 56, 72},
+        {{{0, 0, 2, 10, 0}, {1, 1, 3, 20, 0}, {2, 2, 3, 5, 0}, {3, 3, 3, 10, 0}}, 35, 35, 45},
+    };
+    for (size_t i = 0; i < N(g); i++) {
+        mp_bounds_t bd;
+        MP_CHECK_OK(mp_bounds_compute(g[i].b, 4, &bd));
+        MP_CHECK_EQ_U64(bd.offsets, g[i].off);
+        MP_CHECK_EQ_U64(bd.objects, g[i].obj);
+        MP_CHECK_EQ_U64(bd.naive, g[i].naive);
+    }
+}
+
 /* Alignment rounds sizes up: sizes 10 and 20 with align 16 become 16 and
  * 32; live together they need 48. */
 static void test_alignment_bounds(void) {
@@ -256,6 +285,7 @@ int main(void) {
     test_itree();
     test_tset();
     test_paper_facts();
+    test_small_graph_bounds();
     test_alignment_bounds();
     test_validation();
     test_checker_cases();
