@@ -1,54 +1,128 @@
 /* models.c -- built-in models: real networks as usage records, so the main
  * job has something real-sized to show without any input file.
  *
- * mobilenet_v1: MobileNet v1 (Howard et al. 2017, Table 1), 224x224x3,
- * width 1.0, batch 1, float32, as a TFLite graph runs it: convolution, batch
- * norm and activation fused into one op, one output tensor per op, ops in
- * sequence.  As in pisarchyk2020 Tables 1-2, the records are the
- * intermediate tensors: the graph input is not counted, the final softmax
- * output is.  Tensor k is produced by op k and read by op k+1, so it lives
- * over [k, k+1].  Its naive total is 19.248 MiB and its offset lower bound
- * 4.594 MiB, the figures that paper prints. */
+ * Both are built the way a TFLite graph runs them (pisarchyk2020 sec. 6,
+ * Tables 1-2): 224x224x3 input, width 1.0, batch 1, float32; convolution,
+ * batch norm and activation fused into one op with one output tensor; ops
+ * in sequence.  As in that paper's tables the records are the intermediate
+ * tensors: the graph input is not counted, the final softmax output is, and
+ * the reshape before the softmax is a view (no tensor of its own).  A tensor
+ * lives from the op that produces it to the last op that reads it.
+ *
+ * mobilenet_v1: Howard et al. 2017, Table 1.  Naive 19.248 MiB, offset
+ *   bound 4.594 MiB, objects bound 4.594 MiB: the figures of pisarchyk2020.
+ * mobilenet_v2: Sandler et al. 2018, Table 2 (inverted residual blocks:
+ *   1x1 expand, 3x3 depthwise, 1x1 linear projection, and an add when the
+ *   block keeps its shape).  Naive 26.313 MiB, offset bound 5.742 MiB,
+ *   objects bound 6.604 MiB: the figures of pisarchyk2020 Tables 1-2. */
 #include "cli.h"
 
 #include <stdlib.h>
 
-typedef struct layer { char kind; uint8_t stride; uint16_t channels; } layer;
+/* A graph under construction: op k produces tensor k of size[k] and reads
+ * up to two earlier tensors. */
+typedef struct net {
+    size_t n, cap;
+    uint64_t *size;
+    size_t (*in)[2];
+    uint64_t hw, ch;  /* shape of the newest tensor */
+    bool failed;
+} net;
 
-/* c = 3x3 conv, d = 3x3 depthwise, p = 1x1 pointwise, a = global average
- * pool, f = fully connected (1x1 conv to 1001 classes), s = softmax. */
-static const layer mobilenet_v1_layers[] = {
-    {'c', 2, 32},   {'d', 1, 0}, {'p', 1, 64},  {'d', 2, 0}, {'p', 1, 128}, {'d', 1, 0},
-    {'p', 1, 128},  {'d', 2, 0}, {'p', 1, 256}, {'d', 1, 0}, {'p', 1, 256}, {'d', 2, 0},
-    {'p', 1, 512},  {'d', 1, 0}, {'p', 1, 512}, {'d', 1, 0}, {'p', 1, 512}, {'d', 1, 0},
-    {'p', 1, 512},  {'d', 1, 0}, {'p', 1, 512}, {'d', 1, 0}, {'p', 1, 512}, {'d', 2, 0},
-    {'p', 1, 1024}, {'d', 1, 0}, {'p', 1, 1024}, {'a', 1, 0}, {'f', 1, 1001}, {'s', 1, 0},
-};
+enum { NOINPUT = (size_t)-1 };
 
-static mp_status build_chain(const layer *L, size_t k, uint64_t hw, uint64_t ch,
-                             mp_buffer_t **out, size_t *n) {
-    mp_buffer_t *b = calloc(k, sizeof *b);
-    if (!b) return MP_ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        hw = (hw + L[i].stride - 1) / L[i].stride;
-        if (L[i].kind == 'a') hw = 1;
-        if (L[i].channels) ch = L[i].channels;
-        b[i] = (mp_buffer_t){.id = i, .first = i, .last = i + 1 < k ? i + 1 : i,
-                             .size = hw * hw * ch * 4};
+/* Appends an op reading a and b (NOINPUT for none) that outputs hw x hw x ch
+ * floats; returns its tensor. */
+static size_t op(net *g, size_t a, size_t b, uint64_t hw, uint64_t ch) {
+    if (g->n == g->cap) {
+        size_t c = g->cap ? 2 * g->cap : 64;
+        uint64_t *s = realloc(g->size, c * sizeof *s);
+        if (s) g->size = s;
+        size_t(*in)[2] = realloc(g->in, c * sizeof *in);
+        if (in) g->in = in;
+        if (!s || !in) {
+            g->failed = true;
+            return g->n ? g->n - 1 : 0;
+        }
+        g->cap = c;
     }
-    *out = b;
-    *n = k;
-    return MP_OK;
+    g->size[g->n] = hw * hw * ch * 4;
+    g->in[g->n][0] = a;
+    g->in[g->n][1] = b;
+    g->hw = hw;
+    g->ch = ch;
+    return g->n++;
+}
+
+/* Turns the ops into records, leaving out tensor 0 (the graph input). */
+static mp_status finish(net *g, mp_buffer_t **out, size_t *n) {
+    mp_buffer_t *b = g->failed ? NULL : calloc(g->n, sizeof *b);
+    if (b) {
+        for (size_t k = 0; k < g->n; k++) b[k] = (mp_buffer_t){k, k, k, g->size[k], 0};
+        for (size_t k = 0; k < g->n; k++)
+            for (int j = 0; j < 2; j++)
+                if (g->in[k][j] != NOINPUT && b[g->in[k][j]].last < k) b[g->in[k][j]].last = k;
+        for (size_t k = 1; k < g->n; k++) b[k - 1] = b[k];
+        *out = b;
+        *n = g->n - 1;
+    }
+    free(g->size);
+    free(g->in);
+    return b ? MP_OK : MP_ENOMEM;
+}
+
+/* Global average pool, 1x1 conv to 1001 classes, softmax. */
+static void classifier(net *g, size_t x) {
+    x = op(g, x, NOINPUT, 1, g->ch);
+    x = op(g, x, NOINPUT, 1, 1001);
+    op(g, x, NOINPUT, 1, 1001);
 }
 
 static mp_status mobilenet_v1(mp_buffer_t **b, size_t *n) {
-    return build_chain(mobilenet_v1_layers, sizeof mobilenet_v1_layers / sizeof mobilenet_v1_layers[0],
-                       224, 3, b, n);
+    /* (stride, output channels) of each depthwise-separable block. */
+    static const uint16_t blocks[13][2] = {{1, 64},  {2, 128}, {1, 128}, {2, 256}, {1, 256},
+                                           {2, 512}, {1, 512}, {1, 512}, {1, 512}, {1, 512},
+                                           {1, 512}, {2, 1024}, {1, 1024}};
+    net g = {0};
+    size_t x = op(&g, NOINPUT, NOINPUT, 224, 3);
+    x = op(&g, x, NOINPUT, 112, 32);
+    for (int i = 0; i < 13; i++) {
+        uint64_t hw = (g.hw + blocks[i][0] - 1) / blocks[i][0];
+        x = op(&g, x, NOINPUT, hw, g.ch);         /* 3x3 depthwise */
+        x = op(&g, x, NOINPUT, hw, blocks[i][1]); /* 1x1 pointwise */
+    }
+    classifier(&g, x);
+    return finish(&g, b, n);
+}
+
+static mp_status mobilenet_v2(mp_buffer_t **b, size_t *n) {
+    /* (expansion t, output channels c, repeats n, first stride s). */
+    static const uint16_t cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+                                       {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+    net g = {0};
+    size_t x = op(&g, NOINPUT, NOINPUT, 224, 3);
+    x = op(&g, x, NOINPUT, 112, 32);
+    for (int s = 0; s < 7; s++)
+        for (int r = 0; r < cfg[s][2]; r++) {
+            uint64_t stride = r ? 1 : cfg[s][3], cin = g.ch, hw = g.hw;
+            uint64_t out_hw = (hw + stride - 1) / stride;
+            size_t y = x;
+            if (cfg[s][0] != 1) y = op(&g, y, NOINPUT, hw, cin * cfg[s][0]); /* expand */
+            y = op(&g, y, NOINPUT, out_hw, cin * cfg[s][0]);                 /* depthwise */
+            y = op(&g, y, NOINPUT, out_hw, cfg[s][1]);                       /* project */
+            if (stride == 1 && cin == cfg[s][1]) y = op(&g, x, y, out_hw, cfg[s][1]); /* add */
+            x = y;
+        }
+    x = op(&g, x, NOINPUT, g.hw, 1280);
+    classifier(&g, x);
+    return finish(&g, b, n);
 }
 
 static const cli_model models[] = {
     {"mobilenet_v1", "MobileNet v1 224x224, batch 1, float32, TFLite-style fused ops (30 tensors)",
      mobilenet_v1},
+    {"mobilenet_v2", "MobileNet v2 224x224, batch 1, float32, TFLite-style fused ops, residual adds",
+     mobilenet_v2},
 };
 
 const cli_model *cli_models(size_t *count) {

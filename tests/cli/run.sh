@@ -111,6 +111,14 @@ else
     grep -q '"best":"' "$T/all.json" && ok || bad "JSON shape"
 fi
 expect 0 "meets the lower bound: optimal" plan --model mobilenet_v1
+# pisarchyk2020 Tables 1-2: naive 19.248 / 26.313 MiB, offset bounds 4.594 /
+# 5.742 MiB, object bounds 4.594 / 6.604 MiB for MobileNet v1 / v2.
+expect 0 "naive                    20182856 (19.248 MiB)" bounds --model mobilenet_v1
+expect 0 "lower bound (offsets)    4816896 (4.594 MiB)" bounds --model mobilenet_v1
+expect 0 "lower bound (objects)    4816896 (4.594 MiB)" bounds --model mobilenet_v1
+expect 0 "naive                    27591112 (26.313 MiB)" bounds --model mobilenet_v2
+expect 0 "lower bound (offsets)    6021120 (5.742 MiB)" bounds --model mobilenet_v2
+expect 0 "lower bound (objects)    6924288 (6.604 MiB)" bounds --model mobilenet_v2
 expect 0 "mobilenet_v1" models
 expect 0 '{"models":[{"name":"mobilenet_v1"' models --json
 expect 0 '{"name":"greedy-size","kind":"offsets","source":"pisarchyk2020' strategies --json
