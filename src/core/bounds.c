@@ -5,9 +5,9 @@
  * Shared objects: the i-th largest object is at least the i-th positional
  * maximum, so their sum bounds any assignment (pisarchyk2020 sec. 4.1).
  *
- * The offset bound is a sweep over sorted events.  The objects bound (and
- * the peak count) come from a max-tree over the operator times with range
- * add.  For the objects bound, write c(s) = max over time of the
+ * The offset bound (and the peak count of live buffers) is a sweep over
+ * sorted events.  The objects bound comes from a max-tree over the
+ * operator times with range add.  For the objects bound, write c(s) = max over time of the
  * number of live buffers of size >= s.  The i-th positional maximum is >= s
  * exactly when c(s) >= i, so the sum of positional maxima equals the sum
  * over distinct sizes s_1 > s_2 > ... of c(s_j) * (s_j - s_{j+1}), s_{m+1} = 0.
@@ -41,43 +41,38 @@ static void maxtree_free(maxtree *t) {
     free(t->add);
 }
 
-/* Adds w to positions [l, r] (inclusive).  Sums never overflow: they are
- * bounded by the validated total of sizes (or by n). */
-static void maxtree_add(maxtree *t, size_t v, size_t nl, size_t nr, size_t l, size_t r,
-                        uint64_t w) {
-    if (r < nl || nr < l) return;
-    if (l <= nl && nr <= r) {
-        t->add[v] += w;
-        t->mx[v] += w;
-        return;
+/* Adds w to positions [l, r] (inclusive), bottom-up: tag the O(log m)
+ * canonical nodes, then refresh the maxima on the two boundary paths.
+ * Sums never overflow: they are bounded by the validated total of sizes
+ * (or by n). */
+static void maxtree_add(maxtree *t, size_t l, size_t r, uint64_t w) {
+    size_t lo = l + t->cap, hi = r + t->cap + 1;
+    size_t l0 = lo, r0 = hi - 1;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) t->mx[lo] += w, t->add[lo++] += w;
+        if (hi & 1) t->mx[--hi] += w, t->add[hi] += w;
     }
-    size_t mid = nl + (nr - nl) / 2;
-    maxtree_add(t, 2 * v, nl, mid, l, r, w);
-    maxtree_add(t, 2 * v + 1, mid + 1, nr, l, r, w);
-    t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
+    for (size_t v = l0 / 2; v >= 1; v /= 2)
+        t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
+    for (size_t v = r0 / 2; v >= 1; v /= 2)
+        t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
 }
 
-/* Index of the last start time <= x (times[0] <= x is guaranteed). */
-static size_t last_le(const uint64_t *times, size_t m, uint64_t x) {
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (times[mid] <= x) lo = mid + 1;
-        else hi = mid;
+/* span[2i + side] = index of the last start time <= (side ? last : first)
+ * of buffer i: one sort of the buffers by that time and a merged walk with
+ * the sorted start times (times[0] <= every time queried). */
+static mp_status spans(const mp_buffer_t *b, size_t n, const uint64_t *times, size_t m,
+                       int side, size_t *span) {
+    mp__key *k = malloc(n * sizeof *k);
+    if (!k) return MP__NOMEM();
+    for (size_t i = 0; i < n; i++) k[i] = (mp__key){side ? b[i].last : b[i].first, 0, i};
+    mp_status s = mp__sort_keys(k, n);
+    for (size_t j = 0, p = 0; s == MP_OK && j < n; j++) {
+        while (p + 1 < m && times[p + 1] <= k[j].a) p++;
+        span[2 * k[j].i + side] = p;
     }
-    return lo - 1;
-}
-
-/* Max over time of the number of live buffers. */
-static mp_status peak_count(size_t n, size_t m, const size_t *span, uint64_t *out) {
-    maxtree t;
-    mp_status s = maxtree_init(&t, m);
-    if (s != MP_OK) return s;
-    for (size_t i = 0; i < n; i++)
-        maxtree_add(&t, 1, 0, t.cap - 1, span[2 * i], span[2 * i + 1], 1);
-    *out = t.mx[1];
-    maxtree_free(&t);
-    return MP_OK;
+    free(k);
+    return s;
 }
 
 static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const size_t *span,
@@ -93,7 +88,7 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
     for (size_t j = 0; s == MP_OK && j < n;) {
         uint64_t sz = UINT64_MAX - k[j].a;
         for (; j < n && UINT64_MAX - k[j].a == sz; j++)
-            maxtree_add(&t, 1, 0, t.cap - 1, span[2 * k[j].i], span[2 * k[j].i + 1], 1);
+            maxtree_add(&t, span[2 * k[j].i], span[2 * k[j].i + 1], 1);
         uint64_t next = j < n ? UINT64_MAX - k[j].a : 0;
         sum += t.mx[1] * (sz - next);
     }
@@ -103,9 +98,10 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
     return s;
 }
 
-mp_status mp__offsets_bound(const mp_buffer_t *b, size_t n, uint64_t *out) {
-    /* Sweep: +size at first, -size at last+1, retirements first at equal
-     * times (inclusive lifetimes). */
+/* Sweep: +size at first, -size at last+1, retirements first at equal
+ * times (inclusive lifetimes).  Gives the peak of live bytes and of live
+ * buffers. */
+static mp_status sweep(const mp_buffer_t *b, size_t n, uint64_t *bytes, uint64_t *count) {
     mp__key *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
     if (!ev) return MP__NOMEM();
     for (size_t i = 0; i < n; i++) {
@@ -113,15 +109,24 @@ mp_status mp__offsets_bound(const mp_buffer_t *b, size_t n, uint64_t *out) {
         ev[2 * i + 1] = (mp__key){b[i].last + 1, 0, 2 * i + 1};
     }
     mp_status s = mp__sort_keys(ev, 2 * n);
-    uint64_t live = 0, peak = 0;
+    uint64_t live = 0, peak = 0, k = 0, peak_k = 0;
     for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
         const mp_buffer_t *x = &b[ev[e].i / 2];
-        if (ev[e].b) live += x->size, peak = mp__max64(peak, live);
-        else live -= x->size;
+        if (ev[e].b) {
+            live += x->size, k++;
+            peak = mp__max64(peak, live), peak_k = mp__max64(peak_k, k);
+        } else {
+            live -= x->size, k--;
+        }
     }
     free(ev);
-    *out = peak;
+    *bytes = peak;
+    if (count) *count = peak_k;
     return s;
+}
+
+mp_status mp__offsets_bound(const mp_buffer_t *b, size_t n, uint64_t *out) {
+    return sweep(b, n, out, NULL);
 }
 
 mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
@@ -134,13 +139,10 @@ mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
     s = mp__normalize(b, n, &nb);
     if (s == MP_OK) s = mp__start_times(nb, n, &times, &m);
     if (s == MP_OK && !(span = malloc(2 * n * sizeof *span))) s = MP__NOMEM();
-    for (size_t i = 0; s == MP_OK && i < n; i++) {
-        span[2 * i] = last_le(times, m, nb[i].first);
-        span[2 * i + 1] = last_le(times, m, nb[i].last);
-        out->naive += nb[i].size;
-    }
-    if (s == MP_OK) s = mp__offsets_bound(nb, n, &out->offsets);
-    if (s == MP_OK) s = peak_count(n, m, span, &out->peak_count);
+    if (s == MP_OK) s = spans(nb, n, times, m, 0, span);
+    if (s == MP_OK) s = spans(nb, n, times, m, 1, span);
+    for (size_t i = 0; s == MP_OK && i < n; i++) out->naive += nb[i].size;
+    if (s == MP_OK) s = sweep(nb, n, &out->offsets, &out->peak_count);
     if (s == MP_OK) s = objects_bound(nb, n, m, span, &out->objects);
     free(span);
     free(times);

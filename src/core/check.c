@@ -47,15 +47,18 @@ static mp_status sweep(const mp_buffer_t *b, size_t n, const uint64_t *off,
                        mp_check_report_t *r) {
     mp__key *ev = malloc(2 * n * sizeof *ev);
     if (!ev) return MP__NOMEM();
+    /* Event 2i retires buffer i, event 2i+1 admits it; retirements sort
+     * first at equal times.  Numbering events in order lets the sort use
+     * its radix path. */
     for (size_t i = 0; i < n; i++) {
-        ev[2 * i] = (mp__key){b[i].last + 1, 0, i}; /* retire first at equal times */
-        ev[2 * i + 1] = (mp__key){b[i].first, 1, i};
+        ev[2 * i] = (mp__key){b[i].last + 1, 0, 2 * i};
+        ev[2 * i + 1] = (mp__key){b[i].first, 1, 2 * i + 1};
     }
     mp__tset live;
     mp__tset_init(&live);
     mp_status s = mp__sort_keys(ev, 2 * n);
     for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
-        size_t i = ev[e].i;
+        size_t i = ev[e].i / 2;
         if (ev[e].b == 0) {
             mp__tset_erase(&live, off[i], i);
             continue;
