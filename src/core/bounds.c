@@ -31,6 +31,7 @@ static mp_status maxtree_init(maxtree *t, size_t m) {
     if (!t->mx || !t->add) {
         free(t->mx);
         free(t->add);
+        t->mx = t->add = NULL;
         return MP__NOMEM();
     }
     return MP_OK;
