@@ -2,6 +2,7 @@
  * as a table or (--json) as one object. */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const kind_name[] = {"offsets", "objects", "meta"};
@@ -62,12 +63,38 @@ int cmd_strategies(int argc, char **argv) {
     return EXIT_OK;
 }
 
+/* Writes every built-in model's records to DIR/NAME.records.csv. */
+static int write_models(const char *dir) {
+    size_t k;
+    const cli_model *m = cli_models(&k);
+    for (size_t i = 0; i < k; i++) {
+        mp_buffer_t *b;
+        size_t n;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.records.csv", dir, m[i].name);
+        if (m[i].build(&b, &n) != MP_OK) {
+            fprintf(stderr, "memplan: %s: out of memory\n", m[i].name);
+            return EXIT_INPUT;
+        }
+        mp_status s = mp_records_write(path, b, n);
+        free(b);
+        if (s != MP_OK) {
+            fprintf(stderr, "memplan: %s\n", mp_last_error());
+            return EXIT_INPUT;
+        }
+        printf("%s\n", path);
+    }
+    return EXIT_OK;
+}
+
 int cmd_models(int argc, char **argv) {
+    static const char usage[] =
+        "usage: memplan models [--json] [--write DIR]\n\n"
+        "Lists the built-in models ('memplan plan --model NAME'); with --write, writes\n"
+        "each one's records to DIR/NAME.records.csv.";
+    if (argc == 3 && !strcmp(argv[1], "--write")) return write_models(argv[2]);
     bool json;
-    int rc = parse_flags(argc, argv,
-                         "usage: memplan models [--json]\n\n"
-                         "Lists the built-in models ('memplan plan --model NAME').",
-                         &json);
+    int rc = parse_flags(argc, argv, usage, &json);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     size_t k;
     const cli_model *m = cli_models(&k);

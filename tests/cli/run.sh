@@ -125,6 +125,10 @@ expect 0 "lower bound (offsets)    4530240 (4.320 MiB)" bounds --model deeplab_v
 expect 0 "lower bound (objects)    6401088 (6.105 MiB)" bounds --model deeplab_v3
 expect 0 "lower bound (offsets)    6575904 (6.271 MiB)" bounds --model posenet
 expect 0 "mobilenet_v1" models
+mkdir "$T/models"
+expect 0 "$T/models/mobilenet_v2.records.csv" models --write "$T/models"
+expect 0 "lower bound (offsets)    6021120 (5.742 MiB)" bounds "$T/models/mobilenet_v2.records.csv"
+expect 2 "$T/none/mobilenet_v1.records.csv" models --write "$T/none"
 expect 0 '{"models":[{"name":"mobilenet_v1"' models --json
 expect 0 '{"name":"greedy-size","kind":"offsets","source":"pisarchyk2020' strategies --json
 expect 2 "unexpected argument '--bogus'" strategies --bogus
