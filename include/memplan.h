@@ -204,6 +204,136 @@ mp_status mp_plan_write_svg(const char *path, const mp_buffer_t *b, size_t n,
                             const mp_plan_t *plan, uint64_t lower_bound,
                             const char *title);
 
+/* ---- runtime: traces and iteration detection (src/runtime/) ----------
+ * A trace is the list of memory events of a running program: allocations
+ * (a handle the program chooses, e.g. the address, and a size), frees, and
+ * optionally reads and writes of a block, each with an optional wall time.
+ * The logical time of an event is its index in the trace (0, 1, 2, ...).
+ * A block is live from its allocation event up to, not including, its free
+ * event.  Text format: docs/trace-format.md. */
+
+typedef enum mp_event_kind {
+    MP_EV_ALLOC = 0,
+    MP_EV_FREE = 1,
+    MP_EV_READ = 2,
+    MP_EV_WRITE = 3
+} mp_event_kind;
+
+#define MP_TRACE_NO_NS UINT64_MAX   /* mp_event_t.ns when no wall time */
+#define MP_TRACE_NEVER UINT64_MAX   /* mp_event_t.end of a block never freed */
+
+/* One event.  block and end link the events of one block: block is the
+ * index of the allocation event of the block (an allocation's own index),
+ * end (allocations only) the index of its free event or MP_TRACE_NEVER. */
+typedef struct mp_event_t {
+    uint64_t handle;
+    uint64_t size;    /* allocations: bytes (> 0); other events: the block's size */
+    uint64_t ns;      /* wall time in ns, or MP_TRACE_NO_NS */
+    uint64_t block;
+    uint64_t end;
+    mp_event_kind kind;
+} mp_event_t;
+
+typedef struct mp_trace_t mp_trace_t;   /* opaque */
+
+/* Creates an empty trace; release it with mp_trace_free. */
+mp_status mp_trace_create(mp_trace_t **out);
+/* Releases a trace; NULL is fine. */
+void mp_trace_free(mp_trace_t *t);
+
+/* Records an allocation of size > 0 bytes under a handle that is not live.
+ * MP_EINVAL if the handle is live or size is 0, MP_EOVERFLOW if the total
+ * of allocated sizes would overflow.  ns may be MP_TRACE_NO_NS.  On failure
+ * the trace is unchanged. */
+mp_status mp_trace_record_alloc(mp_trace_t *t, uint64_t handle, uint64_t size, uint64_t ns);
+/* Records the free of a live handle (MP_EINVAL if it is not live). */
+mp_status mp_trace_record_free(mp_trace_t *t, uint64_t handle, uint64_t ns);
+/* Records a read (write = 0) or write of a live handle (MP_EINVAL if not). */
+mp_status mp_trace_record_access(mp_trace_t *t, uint64_t handle, int write, uint64_t ns);
+
+/* The events so far, *n of them; valid until the next record call. */
+const mp_event_t *mp_trace_events(const mp_trace_t *t, size_t *n);
+
+/* Reads a trace file (header "# memplan-trace/1").  Malformed input is
+ * MP_EPARSE with "FILE:LINE: field 'NAME': what is wrong". */
+mp_status mp_trace_read(const char *path, mp_trace_t **out);
+/* Writes a trace file (temporary file, then rename). */
+mp_status mp_trace_write(const char *path, const mp_trace_t *t);
+
+/* Usage records of the events [from, to) (to <= number of events): one
+ * buffer per allocation in the window, id = its rank among the window's
+ * allocations (0, 1, ...), first = its event index - from, last = index of
+ * its free - 1 - from, or to - 1 - from if it is not freed in the window;
+ * align 0.  Frees and accesses of blocks allocated before from are
+ * ignored.  *b is malloc'ed (NULL when *n is 0): release it with free(). */
+mp_status mp_trace_records(const mp_trace_t *t, size_t from, size_t to, mp_buffer_t **b,
+                           size_t *n);
+
+typedef struct mp_trace_stats_t {
+    size_t events, allocs, frees, reads, writes;
+    uint64_t bytes;        /* sum of allocated sizes */
+    uint64_t peak_bytes;   /* max over logical time of live bytes */
+    size_t peak_time;      /* first event index at which peak_bytes is live */
+    size_t peak_blocks;    /* max over logical time of live blocks */
+    size_t live_blocks;    /* blocks still live after the last event */
+    uint64_t live_bytes;
+    uint64_t ns_first, ns_last;  /* first and last wall times, MP_TRACE_NO_NS if none */
+} mp_trace_stats_t;
+
+/* Statistics of the whole trace in one pass, O(events). */
+mp_status mp_trace_stats(const mp_trace_t *t, mp_trace_stats_t *out);
+
+/* Parameters of iteration detection (see src/runtime/period.c). */
+typedef struct mp_period_params_t {
+    size_t max_edits;      /* edits tolerated per iteration (default 2); the
+                              effective bound for period p is min(max_edits, p/8) */
+    size_t min_iterations; /* full iterations needed (default 2; below 2 means 2) */
+} mp_period_params_t;
+
+/* Fills the defaults. */
+void mp_period_params_default(mp_period_params_t *p);
+
+/* The repeating part of an event stream.  Iteration j spans events
+ * [start[j], start[j+1]) for j < iterations; the events before start[0]
+ * are the warm-up prefix, those from start[iterations] on the tail (a
+ * partial iteration, teardown).  Iterations may differ from the period by
+ * the stray events they contain. */
+typedef struct mp_period_t {
+    int found;            /* 0: no period (every other field 0/NULL) */
+    size_t period;        /* events of one iteration (the template) */
+    size_t prefix;        /* = start[0] */
+    size_t iterations;
+    size_t *start;        /* iterations + 1 entries */
+    size_t edits;         /* total edits over all iterations vs. the template */
+    size_t clean;         /* an iteration with no edits (the last one), or the
+                             one with fewest edits */
+    size_t tail;          /* events from start[iterations] to the end */
+    size_t *cross;        /* allocation event indices of blocks allocated in an
+                             iteration and freed in a later one or never */
+    size_t n_cross;
+} mp_period_t;
+
+/* Finds the period of a trace (symbols: allocation size; free and the
+ * distance back to its allocation; access kind and block size), puts
+ * the iteration boundary where the fewest bytes are live, and lists the
+ * blocks that live across iterations.  params may be NULL (defaults).
+ * Release *out with mp_period_free. */
+mp_status mp_period_detect(const mp_trace_t *t, const mp_period_params_t *params,
+                           mp_period_t *out);
+
+/* The same on a bare symbol sequence (equal symbols = equal events); no
+ * boundary placement, cross is empty. */
+mp_status mp_period_find(const uint64_t *sym, size_t n, const mp_period_params_t *params,
+                         mp_period_t *out);
+
+/* Releases what a period owns and zeroes it. */
+void mp_period_free(mp_period_t *p);
+
+/* Draws the memory load (live bytes over logical time) as SVG, with the
+ * iteration boundaries of period (may be NULL) marked. */
+mp_status mp_trace_write_svg(const char *path, const mp_trace_t *t, const mp_period_t *period,
+                             const char *title);
+
 #ifdef __cplusplus
 }
 #endif

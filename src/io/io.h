@@ -46,4 +46,11 @@ size_t mp__csv_split(char *line, char **field, size_t max);
  * path:line and the field. */
 mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, uint64_t *out);
 
+/* Writes s as XML character data: markup escaped, control characters as
+ * spaces, bytes that are not valid UTF-8 as '?' (src/io/xml.c). */
+void mp__xml_text(FILE *f, const char *s);
+
+/* "1.5 MiB": v bytes in the largest binary unit keeping the number >= 1. */
+void mp__human_bytes(char *out, size_t cap, double v);
+
 #endif

@@ -31,58 +31,6 @@ typedef struct scale {
 
 /* ---- text ------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p that XML allows, 0 if none. */
-static size_t utf8_len(const unsigned char *p) {
-    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
-    if (p[0] < 0xC2 || p[0] > 0xF4) return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((p[k] & 0xC0) != 0x80) return 0;
-    /* Overlong forms, surrogates, > U+10FFFF and U+FFFE/FFFF are not XML. */
-    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) ||
-        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))
-        return 0;
-    if (p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE) return 0;
-    return len;
-}
-
-/* Writes s as XML character data: markup characters escaped, control
- * characters as spaces and bytes that are not valid UTF-8 as '?', so any
- * caller string yields a well-formed file. */
-static void put_text(FILE *f, const char *s) {
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        size_t len;
-        switch (*p) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default:
-            if (*p < 0x20) {
-                fputc(' ', f);
-            } else if (*p < 0x80) {
-                fputc(*p, f);
-            } else if ((len = utf8_len(p)) != 0) {
-                fwrite(p, 1, len, f);
-                p += len;
-                continue;
-            } else {
-                fputc('?', f);
-            }
-        }
-        p++;
-    }
-}
-
-/* "1.5 MiB": bytes in the largest binary unit that keeps the number >= 1. */
-static void human(char *out, size_t cap, double v) {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int k = 0;
-    while (v >= 1024.0 && k < 6) v /= 1024.0, k++;
-    snprintf(out, cap, k ? "%.3g %s" : "%.0f %s", v, unit[k]);
-}
-
 /* Writes a coordinate given in tenths of a pixel: "12", "12.5", "-3.1". */
 static void put_tenths(FILE *f, long long v) {
     if (v < 0) fputc('-', f), v = -v;
@@ -133,11 +81,11 @@ static void colour(char out[8], uint64_t key) {
 static void put_heading(FILE *f, size_t n, const mp_plan_t *p, uint64_t lb,
                         const char *title) {
     char fp[32], lbh[32];
-    human(fp, sizeof fp, (double)p->footprint);
-    human(lbh, sizeof lbh, (double)lb);
+    mp__human_bytes(fp, sizeof fp, (double)p->footprint);
+    mp__human_bytes(lbh, sizeof lbh, (double)lb);
     fputs("<text x=\"90\" y=\"26\" font-size=\"18\" font-weight=\"bold\">", f);
-    if (title && *title) put_text(f, title), fputs(" \xE2\x80\x94 ", f);
-    put_text(f, p->strategy ? p->strategy : "(unnamed strategy)");
+    if (title && *title) mp__xml_text(f, title), fputs(" \xE2\x80\x94 ", f);
+    mp__xml_text(f, p->strategy ? p->strategy : "(unnamed strategy)");
     fprintf(f, "</text>\n<text x=\"90\" y=\"48\" font-size=\"13\" fill=\"#444\">%zu buffers", n);
     if (p->object) fprintf(f, " in %zu objects", p->n_objects);
     fprintf(f, " \xC2\xB7 footprint %s \xC2\xB7 lower bound %s", fp, lbh);
