@@ -334,6 +334,118 @@ void mp_period_free(mp_period_t *p);
 mp_status mp_trace_write_svg(const char *path, const mp_trace_t *t, const mp_period_t *period,
                              const char *title);
 
+/* ---- runtime: the replay arena (src/runtime/arena.c) ----
+ * An allocator for programs whose allocations repeat every iteration
+ * (sekiyama2018 sec. 4, zhang2019 sec. V).  While learning it forwards every
+ * request to a backing allocator and records a trace; once two consecutive
+ * iterations repeat it plans one iteration, allocates one region of the
+ * planned footprint and serves the i-th request of every iteration at
+ * base + offset[i] in O(log n).  It never hands out memory that overlaps a
+ * live block: whatever the plan did not foresee goes to the backing
+ * allocator and is counted.  All calls are thread-safe (one mutex).
+ * docs/arena.md describes the state machine and the exact rules. */
+
+typedef struct mp_arena_t mp_arena_t;   /* opaque */
+
+typedef struct mp_arena_options_t {
+    /* Backing allocator: returns size bytes aligned to align (a power of
+     * two), or NULL; and releases such a block.  NULL: posix_memalign/free.
+     * Called with the arena's lock held: they must not call the arena. */
+    void *(*backing_alloc)(void *user, uint64_t size, uint64_t align);
+    void (*backing_free)(void *user, void *ptr);
+    void *backing_user;
+    uint64_t align;            /* alignment of every block (default 64, power of two) */
+    uint64_t min_block;        /* smaller requests always go to the backing
+                                  allocator and are not traced (default 0) */
+    const char *strategy;      /* planner (default "auto"); copied */
+    size_t warmup_iterations;  /* iterations that must repeat before replay
+                                  (default 2, zhang2019) */
+    size_t max_edits;          /* stray events tolerated per iteration by
+                                  period detection (default 2) */
+    size_t max_learn_events;   /* give up learning (pass-through) after this
+                                  many traced events (default 1 << 22) */
+} mp_arena_options_t;
+
+typedef enum mp_arena_state {
+    MP_ARENA_LEARNING = 0,     /* forwarding and tracing */
+    MP_ARENA_REPLAYING = 1,    /* serving from the planned region */
+    MP_ARENA_PASSTHROUGH = 2   /* gave up: forwarding only */
+} mp_arena_state;
+
+typedef struct mp_arena_stats_t {
+    mp_arena_state state;
+    int replan_pending;        /* a re-plan waits for the next iteration boundary */
+    size_t iteration_length;   /* requests per iteration (0 while learning) */
+    size_t period_events;      /* trace events per iteration */
+    size_t position;           /* index of the next request in the iteration */
+    size_t planned_blocks;     /* requests per iteration placed in the region */
+    size_t cross_blocks;       /* requests per iteration that live across iterations */
+    uint64_t iterations;       /* iteration boundaries passed while replaying */
+    uint64_t planned_footprint;/* bytes the current plan needs */
+    uint64_t lower_bound;      /* max live bytes of the planned blocks (aligned) */
+    uint64_t region_bytes;     /* size of the current region (>= footprint) */
+    uint64_t learned_peak_bytes; /* peak live bytes of the trace learned from */
+    uint64_t live_bytes, peak_live_bytes;  /* requested bytes of live blocks */
+    size_t live_blocks;
+    uint64_t backing_bytes, peak_backing_bytes; /* held from the backing
+                                  allocator: regions + forwarded blocks */
+    uint64_t requests, frees;
+    uint64_t served_learning;  /* forwarded while learning */
+    uint64_t served_arena;     /* served from the region */
+    uint64_t fb_interrupted;   /* between interrupt and resume */
+    uint64_t fb_unforeseen;    /* slot still busy (late free, extra request) or no region */
+    uint64_t fb_overlap;       /* planned place overlaps a live block */
+    uint64_t fb_too_large;     /* larger than planned (re-plan scheduled) */
+    uint64_t fb_cross;         /* planned as living across iterations */
+    uint64_t fb_small;         /* below min_block */
+    uint64_t fb_passthrough;   /* in the pass-through state */
+    uint64_t reoptimizations;  /* re-plans done */
+    uint64_t detections;       /* period detections run while learning */
+    size_t retired_regions;    /* old regions kept alive by live blocks */
+    size_t released_blocks;    /* live blocks released by free_all / destroy */
+    uint64_t released_bytes;
+} mp_arena_stats_t;
+
+/* Fills the defaults. */
+void mp_arena_options_default(mp_arena_options_t *opt);
+
+/* Creates an arena (opt NULL: defaults).  MP_EINVAL for a bad alignment,
+ * MP_ENOTFOUND for an unknown strategy, MP_ENOMEM. */
+mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out);
+
+/* Releases every live block and region and the arena; final (may be NULL)
+ * receives the last statistics, live blocks counted as released.  NULL is fine. */
+void mp_arena_destroy(mp_arena_t *a, mp_arena_stats_t *final);
+
+/* Allocates size > 0 bytes aligned to opt.align into *out.  MP_EINVAL for
+ * size 0, MP_ENOMEM when the backing allocator fails (*out = NULL). */
+mp_status mp_arena_alloc(mp_arena_t *a, uint64_t size, void **out);
+
+/* Frees a block of this arena (NULL is a no-op).  MP_EINVAL, and nothing
+ * is freed, for a pointer the arena did not hand out or already freed. */
+mp_status mp_arena_free(mp_arena_t *a, void *ptr);
+
+/* Requests from now to the matching resume are forwarded and do not count
+ * as requests of the iteration (sekiyama2018 sec. 4.3).  Nests. */
+void mp_arena_interrupt(mp_arena_t *a);
+/* Ends one interrupt; MP_EINVAL if none is open. */
+mp_status mp_arena_resume(mp_arena_t *a);
+
+/* Optional: tells the arena that an iteration starts now (sekiyama2018's
+ * lambda := 1).  While replaying, the next request is request 0 of the
+ * iteration; a pending re-plan happens.  No effect while learning. */
+void mp_arena_mark_iteration(mp_arena_t *a);
+
+/* Releases every live block (the program must not use them any more);
+ * keeps what was learned and planned; the next request starts an iteration. */
+void mp_arena_free_all(mp_arena_t *a);
+
+/* Current statistics. */
+void mp_arena_stats(mp_arena_t *a, mp_arena_stats_t *out);
+
+/* Name of a state, e.g. "replaying". */
+const char *mp_arena_state_name(mp_arena_state s);
+
 #ifdef __cplusplus
 }
 #endif
