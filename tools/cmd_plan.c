@@ -142,9 +142,11 @@ static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t 
     const char *sep = "";
     for (size_t i = 0; i < k; i++) {
         if (!r[i].ran) continue;
-        printf("%s{\"strategy\":\"%s\",\"footprint\":%llu,\"ratio\":%.6f,\"valid\":%s,\"ms\":%.3f}",
+        printf("%s{\"strategy\":\"%s\",\"footprint\":%llu,\"ratio\":%.6f,\"valid\":%s,\"ms\":%.3f",
                sep, r[i].name, (unsigned long long)r[i].plan.footprint,
                ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "true" : "false", r[i].ms);
+        if (!strcmp(r[i].name, "auto")) printf(",\"winner\":\"%s\"", r[i].plan.strategy);
+        putchar('}');
         sep = ",";
     }
     printf("],\"skipped\":[");

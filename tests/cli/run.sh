@@ -111,6 +111,8 @@ else
     grep -q '"best":"' "$T/all.json" && ok || bad "JSON shape"
 fi
 expect 0 "meets the lower bound: optimal" plan --model mobilenet_v1
+expect 0 '"strategy":"auto","footprint":4816896,"ratio":1.000000,"valid":true' plan --json --model mobilenet_v1
+expect 0 ',"winner":"greedy-size"}' plan --json --model mobilenet_v1
 # pisarchyk2020 Tables 1-2: naive 19.248 / 26.313 MiB, offset bounds 4.594 /
 # 5.742 MiB, object bounds 4.594 / 6.604 MiB for MobileNet v1 / v2.
 expect 0 "naive                    20182856 (19.248 MiB)" bounds --model mobilenet_v1
