@@ -1,0 +1,484 @@
+/* preload.c -- libmemplan-preload.so: the replay arena under an unmodified
+ * program, through LD_PRELOAD (issue 5 item 4; docs/preload.md).
+ *
+ * It defines malloc, free, calloc, realloc, reallocarray, posix_memalign,
+ * aligned_alloc, memalign, valloc, pvalloc and malloc_usable_size.  Every
+ * request below MEMPLAN_THRESHOLD bytes, or asking for an alignment above
+ * 64, goes to the real allocator (dlsym(RTLD_NEXT, ...)).  The others go to
+ * one mp_arena_t whose backing allocator is the real one: it learns the
+ * loop, detects its period and then serves each request from its planned
+ * offset (src/runtime/arena.c).  Blocks served that way are registered
+ * (registry.c), so free, realloc and malloc_usable_size know them; every
+ * other pointer goes to the real functions untouched.
+ *
+ * Rules that keep the program safe:
+ * - a thread-local guard: while a thread is inside memplan (the arena and
+ *   the planners call malloc themselves), its calls go to the real
+ *   allocator;
+ * - dlsym may allocate before the real functions are known: those requests
+ *   are served from a static bootstrap buffer, whose blocks are never
+ *   passed to the real free;
+ * - any failure on the arena path (no arena, a planner error, the registry
+ *   cannot grow) forwards the request instead;
+ * - after fork, the child stops using the arena (another thread may have
+ *   held its lock): new requests are forwarded and frees of arena blocks
+ *   inherited from the parent are leaked, never passed to the real free;
+ * - at exit the arena is never destroyed, because blocks may still be live
+ *   and later destructors may still free them. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include "memplan.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define ARENA_ALIGN 64
+#define DEFAULT_THRESHOLD ((size_t)64 << 10)
+
+enum { MODE_OFF = 0, MODE_ON = 1, MODE_CHILD = 2 };
+
+mpp_real mpp__real;
+
+static _Atomic int resolved;
+static pthread_mutex_t resolve_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int t_resolving __attribute__((tls_model("initial-exec")));
+static _Thread_local int t_guard __attribute__((tls_model("initial-exec")));
+
+static _Atomic int mode = MODE_OFF;
+static _Atomic(mp_arena_t *) arena;
+static size_t threshold = DEFAULT_THRESHOLD;
+static size_t warmup, max_edits;
+static int summary;
+static char stats_path[4096];
+static char strategy[64] = "auto";
+
+/* counters of the preload front (the arena counts the rest) */
+static _Atomic uint64_t n_big, n_align_fwd, n_arena_fail, n_realloc_moves, n_child_leaks;
+
+/* ---- the bootstrap buffer (served while dlsym runs) ---------------------- */
+
+static _Alignas(64) unsigned char boot[(size_t)64 << 10];
+static _Atomic size_t boot_top;
+
+static int is_boot(const void *p) {
+    return (const unsigned char *)p >= boot && (const unsigned char *)p < boot + sizeof boot;
+}
+
+static void *boot_alloc(size_t size, size_t align) {
+    if (align < 16) align = 16;
+    size_t old = atomic_load(&boot_top), start;
+    do {
+        start = (old + 16 + align - 1) & ~(align - 1);
+        if (size > sizeof boot || start > sizeof boot - size) return NULL;
+    } while (!atomic_compare_exchange_weak(&boot_top, &old, start + size));
+    memcpy(boot + start - sizeof size, &size, sizeof size);   /* zeroed already */
+    return boot + start;
+}
+
+static size_t boot_size(const void *p) {
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+    return n;
+}
+
+/* ---- the real functions ---------------------------------------------------- */
+
+static void say(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+    if (n > 0) (void)!write(2, buf, (size_t)n);
+}
+
+static void *sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+/* 1 when the real functions are usable; 0 while this thread runs dlsym. */
+static int ready(void) {
+    if (atomic_load_explicit(&resolved, memory_order_acquire)) return 1;
+    if (t_resolving) return 0;
+    t_resolving = 1;
+    pthread_mutex_lock(&resolve_mu);
+    if (!atomic_load(&resolved)) {
+        mpp_real r;
+        r.malloc = (void *(*)(size_t))sym("malloc");
+        r.free = (void (*)(void *))sym("free");
+        r.calloc = (void *(*)(size_t, size_t))sym("calloc");
+        r.realloc = (void *(*)(void *, size_t))sym("realloc");
+        r.posix_memalign = (int (*)(void **, size_t, size_t))sym("posix_memalign");
+        r.aligned_alloc = (void *(*)(size_t, size_t))sym("aligned_alloc");
+        r.memalign = (void *(*)(size_t, size_t))sym("memalign");
+        r.valloc = (void *(*)(size_t))sym("valloc");
+        r.pvalloc = (void *(*)(size_t))sym("pvalloc");
+        r.malloc_usable_size = (size_t(*)(void *))sym("malloc_usable_size");
+        if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign ||
+            !r.memalign || !r.malloc_usable_size) {
+            say("memplan-preload: the real allocator was not found (dlsym RTLD_NEXT)\n");
+            abort();
+        }
+        mpp__real = r;
+        atomic_store_explicit(&resolved, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&resolve_mu);
+    t_resolving = 0;
+    return 1;
+}
+
+/* ---- the arena path ---------------------------------------------------------- */
+
+static void *back_alloc(void *user, uint64_t size, uint64_t align) {
+    (void)user;
+    void *p = NULL;
+    if (size > SIZE_MAX) return NULL;
+    return mpp__real.posix_memalign(&p, (size_t)align, (size_t)size) == 0 ? p : NULL;
+}
+
+static void back_free(void *user, void *p) {
+    (void)user;
+    mpp__real.free(p);
+}
+
+/* The arena, created on first use; NULL if it cannot be (then MODE_OFF). */
+static mp_arena_t *get_arena(void) {
+    mp_arena_t *a = atomic_load_explicit(&arena, memory_order_acquire);
+    if (a) return a;
+    pthread_mutex_lock(&arena_mu);
+    a = atomic_load(&arena);
+    if (!a) {
+        mp_arena_options_t o;
+        mp_arena_options_default(&o);
+        o.backing_alloc = back_alloc;
+        o.backing_free = back_free;
+        o.align = ARENA_ALIGN;
+        o.strategy = strategy;
+        if (warmup) o.warmup_iterations = warmup;
+        if (max_edits) o.max_edits = max_edits;
+        if (mp_arena_create(&o, &a) != MP_OK) {
+            say("memplan-preload: no arena (%s); forwarding everything\n", mp_last_error());
+            a = NULL;
+            atomic_store(&mode, MODE_OFF);
+        } else {
+            atomic_store_explicit(&arena, a, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&arena_mu);
+    return a;
+}
+
+/* True when a request of size bytes aligned to align goes to the arena. */
+static int wants_arena(size_t size, size_t align) {
+    if (t_guard || atomic_load_explicit(&mode, memory_order_acquire) != MODE_ON) return 0;
+    if (size < threshold) return 0;
+    if (align > ARENA_ALIGN) {
+        atomic_fetch_add_explicit(&n_align_fwd, 1, memory_order_relaxed);
+        return 0;
+    }
+    return 1;
+}
+
+/* A block from the arena, registered; NULL means: forward instead. */
+static void *big_alloc(size_t size) {
+    int saved = errno;
+    void *p = NULL;
+    t_guard = 1;
+    atomic_fetch_add_explicit(&n_big, 1, memory_order_relaxed);
+    mp_arena_t *a = get_arena();
+    if (a && mp_arena_alloc(a, size, &p) != MP_OK) p = NULL;
+    if (p && mpp__reg_put(p, size) != 0) {
+        (void)mp_arena_free(a, p);
+        p = NULL;
+    }
+    if (!p) atomic_fetch_add_explicit(&n_arena_fail, 1, memory_order_relaxed);
+    t_guard = 0;
+    errno = saved;
+    return p;
+}
+
+/* Frees a block the registry said was ours (already taken out of it). */
+static void big_free(void *p) {
+    int saved = errno;
+    mp_arena_t *a = atomic_load_explicit(&arena, memory_order_acquire);
+    if (atomic_load(&mode) == MODE_CHILD || !a) {
+        atomic_fetch_add_explicit(&n_child_leaks, 1, memory_order_relaxed);
+    } else {
+        t_guard = 1;
+        if (mp_arena_free(a, p) != MP_OK)   /* cannot happen; never guess: leak it */
+            atomic_fetch_add_explicit(&n_arena_fail, 1, memory_order_relaxed);
+        t_guard = 0;
+    }
+    errno = saved;
+}
+
+/* ---- the interposed functions ------------------------------------------------- */
+
+EXPORT void *malloc(size_t size) {
+    if (!ready()) return boot_alloc(size, 16);
+    if (wants_arena(size, ARENA_ALIGN)) {
+        void *p = big_alloc(size);
+        if (p) return p;
+    }
+    return mpp__real.malloc(size);
+}
+
+EXPORT void free(void *p) {
+    size_t n;
+    if (!p || is_boot(p)) return;
+    if (!ready()) return;   /* only while dlsym runs on this thread: leak */
+    if (mpp__reg_get(p, &n, 1)) {
+        big_free(p);
+        return;
+    }
+    mpp__real.free(p);
+}
+
+EXPORT void *calloc(size_t count, size_t size) {
+    if (!ready()) return boot_alloc(count && size > SIZE_MAX / count ? SIZE_MAX : count * size, 16);
+    if (count && size > SIZE_MAX / count) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (wants_arena(count * size, ARENA_ALIGN)) {
+        void *p = big_alloc(count * size);
+        if (p) return memset(p, 0, count * size);
+    }
+    return mpp__real.calloc(count, size);
+}
+
+EXPORT void *realloc(void *p, size_t size) {
+    size_t old;
+    if (!ready()) {
+        void *q = boot_alloc(size, 16);
+        if (q && p && is_boot(p)) memcpy(q, p, boot_size(p) < size ? boot_size(p) : size);
+        return q;
+    }
+    if (!p) return malloc(size);
+    if (is_boot(p) || mpp__reg_get(p, &old, 0)) {
+        if (is_boot(p)) old = boot_size(p);
+        if (size == 0) {   /* glibc: realloc(p, 0) frees p */
+            free(p);
+            return NULL;
+        }
+        void *q = malloc(size);
+        if (!q) return NULL;   /* p untouched */
+        memcpy(q, p, old < size ? old : size);
+        atomic_fetch_add_explicit(&n_realloc_moves, 1, memory_order_relaxed);
+        free(p);
+        return q;
+    }
+    return mpp__real.realloc(p, size);
+}
+
+EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+    if (count && size > SIZE_MAX / count) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, count * size);
+}
+
+static int align_ok(size_t align) { return align && !(align & (align - 1)); }
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+    if (!ready()) {
+        if (!align_ok(align) || align % sizeof(void *)) return EINVAL;
+        return (*out = boot_alloc(size, align)) ? 0 : ENOMEM;
+    }
+    if (align_ok(align) && align % sizeof(void *) == 0 && wants_arena(size, align)) {
+        void *p = big_alloc(size);
+        if (p) {
+            *out = p;
+            return 0;
+        }
+    }
+    return mpp__real.posix_memalign(out, align, size);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size) {
+    if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
+    if (align_ok(align) && wants_arena(size, align)) {
+        void *p = big_alloc(size);
+        if (p) return p;
+    }
+    if (mpp__real.aligned_alloc) return mpp__real.aligned_alloc(align, size);
+    return mpp__real.memalign(align, size);
+}
+
+EXPORT void *memalign(size_t align, size_t size) {
+    if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
+    if (align_ok(align) && wants_arena(size, align)) {
+        void *p = big_alloc(size);
+        if (p) return p;
+    }
+    return mpp__real.memalign(align, size);
+}
+
+/* Page-aligned requests are above the arena's alignment: always forwarded. */
+EXPORT void *valloc(size_t size) {
+    if (!ready()) return boot_alloc(size, 4096);
+    if (mpp__real.valloc) return mpp__real.valloc(size);
+    return mpp__real.memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+EXPORT void *pvalloc(size_t size) {
+    if (!ready()) return boot_alloc(size, 4096);
+    if (mpp__real.pvalloc) return mpp__real.pvalloc(size);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - pg) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mpp__real.memalign(pg, size ? (size + pg - 1) & ~(pg - 1) : pg);
+}
+
+EXPORT size_t malloc_usable_size(void *p) {
+    size_t n;
+    if (!p) return 0;
+    if (is_boot(p)) return boot_size(p);
+    if (!ready()) return 0;
+    if (mpp__reg_get(p, &n, 0)) return n;
+    return mpp__real.malloc_usable_size(p);
+}
+
+/* ---- configuration, fork, exit ---------------------------------------------- */
+
+/* Parses "123", "64K", "1M", "2G" (powers of 1024); 0 on a malformed value. */
+static int parse_size(const char *s, size_t *out) {
+    size_t v = 0;
+    if (!s || *s < '0' || *s > '9') return 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (SIZE_MAX - 9) / 10) return 0;
+        v = v * 10 + (size_t)(*s - '0');
+    }
+    int sh = 0;
+    if (*s == 'k' || *s == 'K') sh = 10;
+    else if (*s == 'm' || *s == 'M') sh = 20;
+    else if (*s == 'g' || *s == 'G') sh = 30;
+    if (sh) s++;
+    if (*s || v > (SIZE_MAX >> sh)) return 0;
+    *out = v << sh;
+    return 1;
+}
+
+static void env_size(const char *name, size_t *dst) {
+    const char *s = getenv(name);
+    if (s && *s && !parse_size(s, dst)) say("memplan-preload: ignoring %s=%s\n", name, s);
+}
+
+static int env_flag(const char *name) {
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+static void env_copy(const char *name, char *dst, size_t cap) {
+    const char *s = getenv(name);
+    if (!s || !*s) return;
+    if (strlen(s) >= cap) say("memplan-preload: %s is too long, ignored\n", name);
+    else memcpy(dst, s, strlen(s) + 1);
+}
+
+static void fork_prepare(void) { mpp__reg_lock(); }
+static void fork_parent(void) { mpp__reg_unlock(); }
+static void fork_child(void) {
+    mpp__reg_unlock();
+    if (atomic_load(&mode) == MODE_ON) atomic_store(&mode, MODE_CHILD);
+}
+
+__attribute__((constructor)) static void preload_init(void) {
+    if (!ready()) return;
+    t_guard = 1;
+    int off = env_flag("MEMPLAN_DISABLE");
+    env_size("MEMPLAN_THRESHOLD", &threshold);
+    if (threshold == 0) threshold = 1;
+    env_size("MEMPLAN_WARMUP", &warmup);
+    env_size("MEMPLAN_MAX_EDITS", &max_edits);
+    env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
+    env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
+    summary = env_flag("MEMPLAN_SUMMARY");
+    mpp__reg_set_verify(env_flag("MEMPLAN_VERIFY"));
+    if (!off && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;
+    t_guard = 0;
+    atomic_store(&mode, off ? MODE_OFF : MODE_ON);
+}
+
+/* Appends a formatted line to buf (capacity cap, *len used). */
+static void add(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+#define U(x) ((unsigned long long)(x))
+
+static void write_stats(const mp_arena_stats_t *s) {
+    static char buf[4096];
+    size_t n = 0, c = sizeof buf;
+    add(buf, c, &n, "# memplan-preload stats\nthreshold %llu\nbig_requests %llu\n"
+        "forwarded_alignment %llu\narena_failures %llu\nrealloc_moves %llu\n"
+        "leaked_after_fork %llu\noverlaps %llu\nregistered_live %llu\n", U(threshold),
+        U(n_big), U(n_align_fwd), U(n_arena_fail), U(n_realloc_moves), U(n_child_leaks),
+        U(mpp__reg_overlaps()), U(mpp__reg_live()));
+    add(buf, c, &n, "state %s\nreplan_pending %d\niteration_length %llu\nperiod_events %llu\n"
+        "planned_blocks %llu\ncross_blocks %llu\niterations %llu\nplanned_footprint %llu\n"
+        "lower_bound %llu\nregion_bytes %llu\nlearned_peak_bytes %llu\n",
+        mp_arena_state_name(s->state), s->replan_pending, U(s->iteration_length),
+        U(s->period_events), U(s->planned_blocks), U(s->cross_blocks), U(s->iterations),
+        U(s->planned_footprint), U(s->lower_bound), U(s->region_bytes),
+        U(s->learned_peak_bytes));
+    add(buf, c, &n, "live_bytes %llu\npeak_live_bytes %llu\nlive_blocks %llu\nbacking_bytes %llu\n"
+        "peak_backing_bytes %llu\nrequests %llu\nfrees %llu\nserved_learning %llu\n"
+        "served_arena %llu\n", U(s->live_bytes), U(s->peak_live_bytes), U(s->live_blocks),
+        U(s->backing_bytes), U(s->peak_backing_bytes), U(s->requests), U(s->frees),
+        U(s->served_learning), U(s->served_arena));
+    add(buf, c, &n, "fb_interrupted %llu\nfb_unforeseen %llu\nfb_overlap %llu\nfb_too_large %llu\n"
+        "fb_cross %llu\nfb_small %llu\nfb_passthrough %llu\nreoptimizations %llu\n"
+        "detections %llu\nretired_regions %llu\n", U(s->fb_interrupted), U(s->fb_unforeseen),
+        U(s->fb_overlap), U(s->fb_too_large), U(s->fb_cross), U(s->fb_small),
+        U(s->fb_passthrough), U(s->reoptimizations), U(s->detections), U(s->retired_regions));
+    int fd = strcmp(stats_path, "-") == 0 ? 2 : open(stats_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        say("memplan-preload: cannot write %s\n", stats_path);
+        return;
+    }
+    (void)!write(fd, buf, n);
+    if (fd != 2) close(fd);
+}
+
+__attribute__((destructor)) static void preload_fini(void) {
+    int m = atomic_load(&mode);
+    if ((!summary && !stats_path[0]) || m == MODE_CHILD || !atomic_load(&resolved)) return;
+    t_guard = 1;
+    mp_arena_stats_t s;
+    memset(&s, 0, sizeof s);
+    mp_arena_t *a = atomic_load(&arena);
+    if (a) mp_arena_stats(a, &s);   /* the arena stays: blocks may be live */
+    if (stats_path[0]) write_stats(&s);
+    if (summary) {
+        uint64_t fb = s.fb_interrupted + s.fb_unforeseen + s.fb_overlap + s.fb_too_large +
+                      s.fb_cross + s.fb_small + s.fb_passthrough;
+        say("memplan-preload: %s, threshold %llu, %llu big requests: %llu from the arena, "
+            "%llu learning, %llu fallbacks (%llu too large, %llu cross, %llu unforeseen, "
+            "%llu overlap); %llu iterations of %llu, footprint %llu (bound %llu, learned peak "
+            "%llu), %llu replans, %llu overlaps\n",
+            m == MODE_OFF ? "disabled" : mp_arena_state_name(s.state), U(threshold),
+            U(n_big), U(s.served_arena), U(s.served_learning), U(fb), U(s.fb_too_large),
+            U(s.fb_cross), U(s.fb_unforeseen), U(s.fb_overlap), U(s.iterations),
+            U(s.iteration_length), U(s.planned_footprint), U(s.lower_bound),
+            U(s.learned_peak_bytes), U(s.reoptimizations), U(mpp__reg_overlaps()));
+    }
+    t_guard = 0;
+}
