@@ -446,6 +446,104 @@ void mp_arena_stats(mp_arena_t *a, mp_arena_stats_t *out);
 /* Name of a state, e.g. "replaying". */
 const char *mp_arena_state_name(mp_arena_state s);
 
+/* ---- graphs (src/graph/) -------------------------------------------------
+ * A computation graph with an execution order, read from a memplan-graph/1
+ * JSON file (docs/graph-format.md; plain or gzip-compressed), and the usage
+ * records its liveness gives (docs/graph.md).  A loaded graph has passed
+ * every check of the format, so the accessors need no error handling.
+ * Tensor and node ids are their indices, 0..count-1. */
+
+typedef struct mp_graph_t mp_graph_t;   /* opaque */
+
+#define MP_GRAPH_NONE ((size_t)-1)      /* "no tensor / no node" */
+
+typedef enum mp_tensor_kind {
+    MP_TENSOR_INPUT = 0,
+    MP_TENSOR_ACTIVATION = 1,
+    MP_TENSOR_PARAMETER = 2,   /* persistent */
+    MP_TENSOR_GRADIENT = 3,    /* persistent */
+    MP_TENSOR_OUTPUT = 4
+} mp_tensor_kind;
+
+typedef struct mp_graph_tensor_t {
+    const char *name;       /* "" when the file has none */
+    const char *dtype;      /* e.g. "float32" */
+    uint64_t dtype_size;    /* bytes per element */
+    const uint64_t *shape;  /* rank dimensions (NULL when rank is 0) */
+    size_t rank;
+    uint64_t numel;         /* product of the dimensions (1 for a scalar) */
+    uint64_t bytes;         /* memory owned: numel x dtype_size, 0 for an alias */
+    mp_tensor_kind kind;
+    size_t alias_of;        /* the base named in the file, or MP_GRAPH_NONE */
+    size_t root;            /* the non-alias tensor owning the memory (itself
+                               for an owner; chains are followed to the end) */
+    size_t producer;        /* the node producing it, or MP_GRAPH_NONE */
+    int trainable;          /* parameters: 1 for weights, 0 for buffers */
+    size_t grad_of;         /* gradients: the parameter, else MP_GRAPH_NONE */
+} mp_graph_tensor_t;
+
+typedef struct mp_graph_node_t {
+    const char *name;       /* "" when the file has none */
+    const char *op;         /* e.g. "aten::convolution", "nn.Conv2d" */
+    const size_t *inputs;   /* tensor ids read */
+    size_t n_inputs;
+    const size_t *outputs;  /* tensor ids produced (each by this node only) */
+    size_t n_outputs;
+    size_t step;            /* its position in the execution order */
+    int inplace_capable;    /* attrs.inplace_capable (0 when absent) */
+    int inplace;            /* attrs.inplace (0 when absent) */
+    uint64_t flops;         /* attrs.flops (0 when absent) */
+} mp_graph_node_t;
+
+/* Reads and validates a graph file (gzip or plain JSON).  MP_EIO if it
+ * cannot be read; MP_EPARSE for anything malformed, with mp_last_error()
+ * naming the file and the JSON path of the bad value ("g.json:
+ * tensors[12].bytes: expected an integer").  Free with mp_graph_free. */
+mp_status mp_graph_load(const char *path, mp_graph_t **out);
+
+/* The same from JSON text in memory; name stands for the file in errors. */
+mp_status mp_graph_parse(const char *text, size_t len, const char *name, mp_graph_t **out);
+
+/* Releases a graph; NULL is fine. */
+void mp_graph_free(mp_graph_t *g);
+
+/* Counts, the model's name ("" if none) and the i-th tensor / node (NULL
+ * past the end).  Pointers stay valid until mp_graph_free. */
+size_t mp_graph_tensor_count(const mp_graph_t *g);
+size_t mp_graph_node_count(const mp_graph_t *g);
+const char *mp_graph_model_name(const mp_graph_t *g);
+const mp_graph_tensor_t *mp_graph_tensor(const mp_graph_t *g, size_t id);
+const mp_graph_node_t *mp_graph_node(const mp_graph_t *g, size_t id);
+
+/* The execution order (node ids; step s runs order[s]), the graph's output
+ * tensors, and the loss tensor (MP_GRAPH_NONE when there is none). */
+const size_t *mp_graph_order(const mp_graph_t *g, size_t *n);
+const size_t *mp_graph_outputs(const mp_graph_t *g, size_t *n);
+size_t mp_graph_loss(const mp_graph_t *g);
+
+typedef struct mp_graph_stats_t {
+    size_t tensors, nodes, steps;
+    size_t aliases;             /* tensors that are views of another */
+    uint64_t owned_bytes;       /* bytes of every tensor that owns memory */
+    uint64_t persistent_bytes;  /* of those, parameters and gradients */
+} mp_graph_stats_t;
+
+/* Counts and byte totals of a graph (MP_EOVERFLOW if a total overflows). */
+mp_status mp_graph_stats(const mp_graph_t *g, mp_graph_stats_t *out);
+
+/* Lifetimes of every tensor by the rules of docs/graph-format.md: first[i]
+ * and last[i] (inclusive steps) for i < mp_graph_tensor_count; an alias
+ * gets its root's.  Both arrays are the caller's.  O(tensors + reads). */
+void mp_graph_lifetimes(const mp_graph_t *g, uint64_t *first, uint64_t *last);
+
+/* Usage records of the graph: one per tensor that owns bytes > 0, id = the
+ * tensor id, sorted by id, align 0; parameters and gradients only when
+ * include_persistent (spanning every step).  Empty when there are no
+ * steps.  Exactly python/memplan/records.py.  *b is malloc'ed (NULL when
+ * *n is 0): release it with free(). */
+mp_status mp_graph_records(const mp_graph_t *g, int include_persistent, mp_buffer_t **b,
+                           size_t *n);
+
 #ifdef __cplusplus
 }
 #endif

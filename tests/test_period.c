@@ -366,9 +366,8 @@ static void test_long(void) {
     double dt2 = now() - t1;
     printf("long streams of %zu events: periodic %.3f s, random + constant %.3f s\n", st.n, dt,
            dt2);
-#ifndef MP_DEBUG
-    MP_CHECK(dt < 0.5 && dt2 < 0.5);
-#endif
+    /* Times are printed, not asserted: speed claims come from bench/, and
+     * a loaded CI machine must not turn a correct run red. */
     free(st.s);
     /* A long trace. */
     size_t p;
@@ -378,9 +377,6 @@ static void test_long(void) {
     dt = now() - t0;
     MP_CHECK(pr.found && pr.period == p && pr.n_cross + 1 >= pr.iterations);
     printf("long trace: %.3f s\n", dt);
-#ifndef MP_DEBUG
-    MP_CHECK(dt < 0.5);
-#endif
     mp_period_free(&pr);
     mp_trace_free(t);
 }

@@ -17,6 +17,7 @@ static const char usage[] =
     "  strategies  list the strategies and the papers they come from\n"
     "  models      list the built-in models\n"
     "  trace       statistics, records, period and SVG of a malloc/free trace\n"
+    "  graph       check a computation graph, derive its records and plan them\n"
     "\n"
     "'memplan COMMAND --help' describes one command.  Formats: docs/formats.md.\n";
 
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"plan", cmd_plan},           {"check", cmd_check},   {"bounds", cmd_bounds},
         {"strategies", cmd_strategies}, {"models", cmd_models}, {"trace", cmd_trace},
+        {"graph", cmd_graph},
     };
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
