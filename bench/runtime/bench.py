@@ -1,0 +1,350 @@
+"""Driver for bench/runtime/run: every workload x allocator in a fresh process.
+
+    /usr/bin/python3 bench/runtime/bench.py --preload SO --micro BIN --out FILE.md [--quick]
+
+Peak RSS is the child's ru_maxrss (os.wait4).  Step times, the checksum and
+VmHWM come from workload.py's JSON line.  memplan's counters come from its
+MEMPLAN_STATS file.  Exit status 1 if any run failed or any checksum differs
+from the glibc run of the same workload.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+SYSTEM_ALLOCATORS = [
+    ("jemalloc", "libjemalloc.so.2", "libjemalloc2"),
+    ("mimalloc", "libmimalloc.so.2", "libmimalloc2.0"),
+    ("tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+]
+# (model, batch, mode, warm-up steps, timed steps)
+FULL = [
+    ("resnet50", 1, "infer", 3, 20),
+    ("mobilenet_v2", 1, "infer", 3, 20),
+    ("inception_v3", 1, "infer", 3, 15),
+    ("resnet50", 32, "infer", 3, 7),
+    ("mobilenet_v2", 32, "infer", 3, 7),
+    ("inception_v3", 32, "infer", 2, 5),
+    ("resnet18", 16, "train", 3, 7),
+]
+QUICK = [("mobilenet_v2", 1, "infer", 3, 5)]
+
+
+def allocators(preload, quick):
+    out = [("glibc", None)]
+    if not quick:
+        for name, so, _ in SYSTEM_ALLOCATORS:
+            out.append((name, os.path.join(LIBDIR, so)))
+    out.append(("memplan", preload))
+    return out
+
+
+def run_one(wl, alloc, so):
+    model, batch, mode, warm, steps = wl
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and not k.startswith("MEMPLAN_")}
+    stats_path = None
+    if so:
+        if not os.path.exists(so):
+            return {"error": "missing " + so}
+        env["LD_PRELOAD"] = so
+    if alloc == "memplan":
+        fd, stats_path = tempfile.mkstemp(prefix="memplan-stats-")
+        os.close(fd)
+        env["MEMPLAN_STATS"] = stats_path
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "workload.py"), model,
+           str(batch), mode, str(warm), str(steps)]
+    load_before = os.getloadavg()[0]
+    t0 = time.time()
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        p = subprocess.Popen(cmd, env=env, stdout=fo, stderr=fe)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read().decode(), fe.read().decode()
+    res = {"wall_s": time.time() - t0, "maxrss_kib": ru.ru_maxrss, "rc": p.returncode,
+           "load_before": load_before, "load_after": os.getloadavg()[0],
+           "cpu_s": ru.ru_utime + ru.ru_stime}
+    line = [l for l in out.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not line:
+        res["error"] = "exit %d: %s" % (p.returncode, err.strip().splitlines()[-1:] or "")
+    else:
+        res.update(json.loads(line[-1]))
+    if stats_path:
+        st = {}
+        with open(stats_path) as f:
+            for l in f:
+                parts = l.split()
+                if len(parts) == 2 and not l.startswith("#"):
+                    st[parts[0]] = parts[1]
+        os.unlink(stats_path)
+        res["memplan"] = st
+    return res
+
+
+def mib(kib):
+    return kib / 1024.0
+
+
+def pkg_version(pkg):
+    try:
+        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg],
+                              capture_output=True, text=True).stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
+def machine():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for l in f:
+            if l.startswith("model name"):
+                cpu = l.split(":", 1)[1].strip()
+                break
+    mem = "?"
+    with open("/proc/meminfo") as f:
+        for l in f:
+            if l.startswith("MemTotal"):
+                mem = "%.1f GiB" % (int(l.split()[1]) / 1048576)
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "mem": mem, "glibc": pkg_version("libc6"),
+            "torch": pkg_version("python3-torch"),
+            "torchvision": pkg_version("python3-torchvision"),
+            "openblas": pkg_version("libopenblas0"),
+            **{n: pkg_version(p) for n, _, p in SYSTEM_ALLOCATORS}}
+
+
+def run_micro(binary, allocs, records, quick):
+    """Runs the micro-benchmark under every allocator, and in arena mode."""
+    reps = "3" if quick else "7"
+    iters = "20" if quick else "200"
+    rows = []
+    for alloc, so in allocs:
+        env = {k: v for k, v in os.environ.items()
+               if k != "LD_PRELOAD" and not k.startswith("MEMPLAN_")}
+        if so:
+            env["LD_PRELOAD"] = so
+        if alloc == "memplan":
+            env["MEMPLAN_SUMMARY"] = "1"
+        p = subprocess.run([binary, "malloc", records, iters, reps], env=env,
+                           capture_output=True, text=True)
+        rows.append((alloc + " (malloc/free)", p.returncode, p.stdout.strip(),
+                     p.stderr.strip()))
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and not k.startswith("MEMPLAN_")}
+    for mode, label in (("arena", "mp_arena_* API, no preload"),
+                        ("arena-mark", "mp_arena_* API + mark_iteration")):
+        p = subprocess.run([binary, mode, records, iters, reps], env=env,
+                           capture_output=True, text=True)
+        rows.append((label, p.returncode, p.stdout.strip(), p.stderr.strip()))
+    return rows
+
+
+def fmt_ratio(x, base):
+    return "%.2f" % (x / base) if base else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--micro", required=True)
+    ap.add_argument("--records", default=os.path.join(
+        ROOT, "bench/corpus/train/resnet18-b16.records.csv"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--raw", default="")
+    ap.add_argument("--cmd", default="bench/runtime/run")
+    a = ap.parse_args()
+
+    allocs = allocators(a.preload, a.quick)
+    wls = QUICK if a.quick else FULL
+    t_start = time.time()
+    results = {}
+    failures = []
+    for wl in wls:
+        key = "%s b%d %s" % (wl[0], wl[1], wl[2])
+        for alloc, so in allocs:
+            r = run_one(wl, alloc, so)
+            results[(key, alloc)] = r
+            msg = ("error " + r["error"]) if "error" in r else (
+                "rss %.0f MiB, median %.1f ms, checksum %s" %
+                (mib(r["maxrss_kib"]), r["median_ms"], r["checksum"]))
+            print("bench/runtime: %-24s %-9s %s (%.0f s)" % (key, alloc, msg, r["wall_s"]),
+                  file=sys.stderr, flush=True)
+            if "error" in r:
+                failures.append("%s under %s: %s" % (key, alloc, r["error"]))
+        base = results[(key, "glibc")]
+        for alloc, _ in allocs:
+            r = results[(key, alloc)]
+            if "error" in r or "error" in base:
+                continue
+            if r["checksum"] != base["checksum"]:
+                failures.append("%s under %s: checksum %s (value %s) differs from glibc %s (value %s)"
+                                % (key, alloc, r["checksum"], r["value"],
+                                   base["checksum"], base["value"]))
+    micro = run_micro(a.micro, allocs, a.records, a.quick)
+    for name, rc, out, err in micro:
+        print("bench/runtime: micro %-28s %s" % (name, out if rc == 0 else "error: " + err),
+              file=sys.stderr, flush=True)
+        if rc != 0:
+            failures.append("micro-benchmark %s: exit %d %s" % (name, rc, err))
+    elapsed = time.time() - t_start
+
+    m = machine()
+    L = []
+    w = L.append
+    w("# Runtime benchmarks: the drop-in allocator on PyTorch CPU" if not a.quick
+      else "# Runtime benchmarks (quick run)")
+    w("")
+    w("Generated by `%s` on %s (%.1f minutes, system clock date)." %
+      (a.cmd, datetime.date.today().isoformat(), elapsed / 60))
+    if not a.quick:
+        w("The tables are written by the script; the reading at the end is hand-written")
+        w("(`bench/runtime/notes.md`, appended verbatim) and describes the run it was written for.")
+    w("")
+    w("## Machine")
+    w("")
+    w("| | |")
+    w("|---|---|")
+    w("| CPU | %s, %s logical cores |" % (m["cpu"], m["cores"]))
+    w("| memory | %s |" % m["mem"])
+    w("| kernel | %s |" % m["kernel"])
+    w("| glibc (libc6) | %s |" % m["glibc"])
+    w("| python3-torch / torchvision | %s / %s (`torch.set_num_threads(2)`) |" % (m["torch"], m["torchvision"]))
+    w("| libopenblas0 | %s |" % m["openblas"])
+    for n, so, p in SYSTEM_ALLOCATORS:
+        w("| %s | %s %s (`%s`) |" % (n, p, m[n], so))
+    w("| memplan | `%s` (Release), default settings (threshold 64K, warm-up 2, strategy auto) |" %
+      os.path.relpath(a.preload, ROOT))
+    w("")
+    w("## Workloads")
+    w("")
+    w("Each cell is one fresh `/usr/bin/python3 bench/runtime/workload.py` process. Inference:")
+    w("`weights=None`, `eval()`, `torch.no_grad()`, one fixed random input (`torch.manual_seed(0)`),")
+    w("224x224 (Inception v3: 299x299). Training: ResNet-18, cross-entropy on fixed random labels,")
+    w("SGD (lr 0.01, momentum 0.9). Steps (warm-up + timed) were chosen to keep the run under")
+    w("25 minutes on 2 cores:")
+    w("")
+    w("| workload | warm-up steps | timed steps |")
+    w("|---|---|---|")
+    for wl in wls:
+        w("| %s b%d %s | %d | %d |" % (wl[0], wl[1], wl[2], wl[3], wl[4]))
+    w("")
+    w("- **peak RSS**: `ru_maxrss` of the child (`os.wait4`), which includes the Python")
+    w("  interpreter, torch's libraries and the weights (about 290-390 MiB before the first step;")
+    w("  column *before loop* is VmHWM just before the first step).")
+    w("- **step**: median wall time of the timed steps, measured inside the process with")
+    w("  `time.perf_counter`. The ratio columns divide by glibc's value for the same workload.")
+    w("- **checksum**: SHA-256 (first 16 hex digits) of the final output tensor's bytes")
+    w("  (training: of every step's loss and the final fc weights). Every allocator must give")
+    w("  glibc's checksum; a difference is a failure.")
+    w("- **load avg after**: the 1-minute load average when the run ended. Above about 2 on")
+    w("  this 2-core machine, something else was running and the step times of that cell are")
+    w("  inflated (torch's OpenMP threads suffer badly from sharing cores).")
+    w("")
+    w("## Results")
+    w("")
+    w("| workload | allocator | peak RSS MiB | before loop MiB | RSS / glibc | step ms (median) | step / glibc | checksum | load avg after |")
+    w("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    for wl in wls:
+        key = "%s b%d %s" % (wl[0], wl[1], wl[2])
+        base = results[(key, "glibc")]
+        for alloc, _ in allocs:
+            r = results[(key, alloc)]
+            if "error" in r:
+                w("| %s | %s | FAILED: %s | | | | | | |" % (key, alloc, r["error"].replace("|", "/")))
+                continue
+            ok = "error" not in base and r["checksum"] == base["checksum"]
+            w("| %s | %s | %.0f | %.0f | %s | %.1f | %s | %s%s | %.1f |" % (
+                key, alloc, mib(r["maxrss_kib"]), mib(r["hwm_before_kib"]),
+                fmt_ratio(r["maxrss_kib"], base.get("maxrss_kib", 0)), r["median_ms"],
+                fmt_ratio(r["median_ms"], base.get("median_ms", 0)), r["checksum"],
+                "" if ok else " **MISMATCH**", r["load_after"]))
+    w("")
+    w("## memplan's counters")
+    w("")
+    w("From `MEMPLAN_STATS` at exit (docs/preload.md). *big*: requests at or above the 64 KiB")
+    w("threshold; *arena*: served from the planned region; *learning*: forwarded while")
+    w("learning; fallbacks by reason; *period*: requests per detected iteration (the loop's")
+    w("real iteration, or a shorter spurious period); *footprint* of the region vs the learned peak.")
+    w("")
+    w("| workload | state | big | arena | learning | too large | cross | unforeseen | overlap | period | iterations | replans | footprint MiB | learned peak MiB | peak backing MiB |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for wl in wls:
+        key = "%s b%d %s" % (wl[0], wl[1], wl[2])
+        r = results[(key, "memplan")]
+        st = r.get("memplan", {})
+        if not st:
+            w("| %s | no stats | | | | | | | | | | | | | |" % key)
+            continue
+        g = lambda k: st.get(k, "?")
+        mb = lambda k: "%.1f" % (int(st[k]) / 1048576) if k in st else "?"
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            key, g("state"), g("big_requests"), g("served_arena"), g("served_learning"),
+            g("fb_too_large"), g("fb_cross"), g("fb_unforeseen"), g("fb_overlap"),
+            g("iteration_length"), g("iterations"), g("reoptimizations"),
+            mb("planned_footprint"), mb("learned_peak_bytes"), mb("peak_backing_bytes")))
+    w("")
+    w("## Micro-benchmark: alloc/free cost on a replayed trace")
+    w("")
+    w("`bench/runtime/replay.c` turns `%s` (the usage records of" % os.path.relpath(a.records, ROOT))
+    w("one ResNet-18 batch-16 training step, from the exporter) into its alloc/free sequence")
+    w("(at each logical time: the buffers that start, then the buffers that end) and replays it")
+    w("%s times per repetition, writing one byte into each block. *malloc/free* calls the" %
+      ("20" if a.quick else "200"))
+    w("process's malloc, so it is run under each LD_PRELOAD allocator; *mp_arena_* API* calls")
+    w("`mp_arena_alloc`/`mp_arena_free` directly (libmemplan.a, default options: every request")
+    w("goes to the arena, no size threshold) and times only iterations after the arena is")
+    w("replaying; *+ mark_iteration* also calls `mp_arena_mark_iteration` before each iteration. Value: ns per alloc+free pair, median of %s repetitions (min-max)." %
+      ("3" if a.quick else "7"))
+    w("")
+    w("| allocator | ns per pair (median) | min | max | pairs per iteration | notes |")
+    w("|---|---:|---:|---:|---:|---|")
+    for name, rc, out, err in micro:
+        if rc != 0:
+            w("| %s | FAILED (exit %d) | | | | %s |" % (name, rc, err.replace("\n", " ")[:200]))
+            continue
+        d = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+        note = ""
+        if "memplan" in name or "arena" in name:
+            summ = [l for l in err.splitlines() if l.startswith("memplan") or "arena" in l]
+            note = summ[-1].replace("|", "/")[:300] if summ else ""
+        w("| %s | %s | %s | %s | %s | %s |" % (name, d.get("median_ns", "?"), d.get("min_ns", "?"),
+                                               d.get("max_ns", "?"), d.get("pairs", "?"), note))
+    w("")
+    if failures:
+        w("## Failures")
+        w("")
+        for f in failures:
+            w("- " + f)
+        w("")
+    notes = os.path.join(HERE, "notes.md")
+    if not a.quick and os.path.exists(notes):
+        with open(notes) as f:
+            L.append(f.read().rstrip("\n"))
+        w("")
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(L) + "\n")
+    os.replace(tmp, a.out)
+    if a.raw:
+        with open(a.raw + ".tmp", "w") as f:
+            json.dump({"%s|%s" % k: v for k, v in results.items()}, f, indent=1)
+        os.replace(a.raw + ".tmp", a.raw)
+    print("bench/runtime: wrote %s" % a.out, file=sys.stderr)
+    for f in failures:
+        print("bench/runtime: FAILURE: " + f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
