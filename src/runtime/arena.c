@@ -6,6 +6,10 @@
  * trace under its address; frees of traced blocks are recorded too.  When
  * the trace has grown by half since the last attempt (at least 64 events)
  * mp_period_detect runs on it: O(n) per attempt, O(1) amortized per event.
+ * A period is accepted only when a later attempt, on a trace at least twice
+ * as long, finds the same period, give or take p/8 + max_edits events (an
+ * inner repeat, such as a run of
+ * identical blocks in one forward pass, does not survive that).
  * Once warmup_iterations iterations repeat, the records of the clean
  * iteration become the slots 0..m-1 (one per allocation, in order); a slot
  * whose block outlives the iteration is marked cross and is always
@@ -65,6 +69,8 @@ struct mp_arena_t {
     size_t interrupted;
     mp_trace_t *trace;          /* while learning */
     size_t next_check;
+    size_t pending_period;      /* period found by an earlier attempt, 0: none */
+    size_t pending_at;          /* trace length at that attempt */
     /* the plan: m slots */
     size_t m, pos;
     bool replan;
@@ -290,7 +296,27 @@ static void try_detect(mp_arena_t *a) {
         passthrough(a);
         return;
     }
-    if (!per.found) return;
+    if (!per.found) {
+        a->pending_period = 0;
+        return;
+    }
+    /* A period is trusted only once it is still the answer after the trace
+     * has at least doubled.  Early in the first step, a run of identical
+     * blocks (a ResNet stage, say) repeats too; it stops repeating when the
+     * next stage begins, while the true step period keeps being found. */
+    size_t slack = per.period / 8 + a->opt.max_edits; /* edits move the template's length */
+    size_t diff = per.period > a->pending_period ? per.period - a->pending_period
+                                                 : a->pending_period - per.period;
+    if (!a->pending_period || diff > slack) {
+        a->pending_period = per.period;
+        a->pending_at = n;
+        mp_period_free(&per);
+        return;
+    }
+    if (n < 2 * a->pending_at) {
+        mp_period_free(&per);
+        return;
+    }
     size_t from = per.start[per.clean], to = per.start[per.clean + 1], m;
     mp_buffer_t *rec = NULL;
     mp_status st = mp_trace_records(a->trace, from, to, &rec, &m);
