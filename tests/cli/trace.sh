@@ -6,26 +6,7 @@
 set -u
 M=${1:?usage: trace.sh path/to/memplan}
 cd "$(dirname "$0")"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAILED: $*" >&2; }
-
-# expect CODE TEXT ARGS... : run memplan ARGS, want exit CODE and TEXT in
-# its stdout+stderr.
-expect() {
-    code=$1 text=$2
-    shift 2
-    out=$("$M" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$code" ]; then bad "memplan $*: exit $rc, want $code ($out)"; return; fi
-    case $out in
-    *"$text"*) ok ;;
-    *) bad "memplan $*: output lacks '$text': $out" ;;
-    esac
-}
+. ./lib.sh
 
 # Malformed traces: exit 2 and the file:line: field message.
 expect 2 "trace/empty.trace:1: empty file, expected the header '# memplan-trace/1'" trace stats trace/empty.trace
