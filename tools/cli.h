@@ -23,6 +23,10 @@ bool cli_parse_u64(const char *opt, const char *text, uint64_t *out);
 /* "4.594 MiB"-style rendering into buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
+/* Prints s as a JSON string literal (quotes, backslashes and control
+ * characters escaped). */
+void cli_json_string(const char *s);
+
 /* Milliseconds of a monotonic clock. */
 double cli_now_ms(void);
 

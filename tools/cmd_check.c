@@ -50,12 +50,14 @@ int cmd_check(int argc, char **argv) {
     }
     mp_status s = mp_plan_check(b, n, &p, NULL);
     double ratio = bd.offsets ? (double)p.footprint / (double)bd.offsets : 1.0;
-    if (json)
+    if (json) {
         printf("{\"valid\":%s,\"buffers\":%zu,\"footprint\":%llu,\"lower_bound\":%llu,"
-               "\"ratio\":%.6f,\"error\":\"%s\"}\n",
+               "\"ratio\":%.6f,\"error\":",
                s == MP_OK ? "true" : "false", n, (unsigned long long)p.footprint,
-               (unsigned long long)bd.offsets, ratio, s == MP_OK ? "" : mp_last_error());
-    else if (s == MP_OK)
+               (unsigned long long)bd.offsets, ratio);
+        cli_json_string(s == MP_OK ? "" : mp_last_error());
+        printf("}\n");
+    } else if (s == MP_OK)
         printf("valid: %zu buffers, footprint %llu, lower bound %llu, ratio %.4f\n", n,
                (unsigned long long)p.footprint, (unsigned long long)bd.offsets, ratio);
     else

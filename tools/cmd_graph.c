@@ -24,16 +24,6 @@ static const char help[] =
     "Exit status: 0 done, 2 bad usage or a malformed graph (the message names the\n"
     "file and the JSON path of the bad value).\n";
 
-static void put_json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
-        else putchar(*p);
-    }
-    putchar('"');
-}
-
 static int fail(void) {
     fprintf(stderr, "memplan: %s\n", mp_last_error());
     return EXIT_INPUT;
@@ -90,16 +80,16 @@ int cmd_graph(int argc, char **argv) {
     const char *winner = rep.winner ? rep.winner : "-";
     if (json) {
         printf("{\"graph\":");
-        put_json_string(path);
+        cli_json_string(path);
         printf(",\"model\":");
-        put_json_string(mp_graph_model_name(g));
+        cli_json_string(mp_graph_model_name(g));
         printf(",\"tensors\":%zu,\"nodes\":%zu,\"steps\":%zu,\"aliases\":%zu,"
                "\"persistent_bytes\":%llu,\"include_persistent\":%s,\"records\":%zu,"
                "\"naive\":%llu,\"lower_bound\":%llu,\"auto\":{\"winner\":",
                st.tensors, st.nodes, st.steps, st.aliases, (unsigned long long)st.persistent_bytes,
                persistent ? "true" : "false", n, (unsigned long long)bd.naive,
                (unsigned long long)bd.offsets);
-        put_json_string(winner);
+        cli_json_string(winner);
         printf(",\"footprint\":%llu,\"ratio\":%.6f,\"optimal\":%s,\"valid\":true}}\n",
                (unsigned long long)plan.footprint, ratio, plan.footprint == bd.offsets ? "true" : "false");
     } else {

@@ -7,17 +7,6 @@
 
 static const char *const kind_name[] = {"offsets", "objects", "meta"};
 
-/* Prints s as a JSON string (the texts here are plain ASCII, but quote
- * marks and backslashes are escaped all the same). */
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
 static int parse_flags(int argc, char **argv, const char *usage, bool *json) {
     *json = false;
     for (int i = 1; i < argc; i++) {
@@ -47,11 +36,11 @@ int cmd_strategies(int argc, char **argv) {
         const mp_strategy_info_t *s = mp_strategy_info(i);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
-            json_str(s->name);
+            cli_json_string(s->name);
             printf(",\"kind\":\"%s\",\"source\":", kind_name[s->kind]);
-            json_str(s->source);
+            cli_json_string(s->source);
             printf(",\"summary\":");
-            json_str(s->summary);
+            cli_json_string(s->summary);
             printf(",\"all_limit\":%zu}", s->all_limit);
             continue;
         }
@@ -105,9 +94,9 @@ int cmd_models(int argc, char **argv) {
             continue;
         }
         printf("%s{\"name\":", i ? "," : "");
-        json_str(m[i].name);
+        cli_json_string(m[i].name);
         printf(",\"about\":");
-        json_str(m[i].about);
+        cli_json_string(m[i].about);
         putchar('}');
     }
     if (json) printf("]}\n");

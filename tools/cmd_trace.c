@@ -22,16 +22,6 @@ static const char help[] =
     "  svg      live bytes over logical time, iteration boundaries dashed\n"
     "--max-edits K: stray events tolerated per iteration (default 2; at most p/8).\n";
 
-static void put_json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
-        else putchar(*p);
-    }
-    putchar('"');
-}
-
 static void print_period(const mp_period_t *pr, bool json) {
     if (json) {
         printf("\"found\":%s", pr->found ? "true" : "false");
@@ -175,7 +165,7 @@ int cmd_trace(int argc, char **argv) {
         if (json) {
             printf("{\"from\":%zu,\"to\":%zu,\"buffers\":%zu,\"lower_bound\":%llu", from, to, n,
                    (unsigned long long)bd.offsets);
-            if (outp) printf(",\"output\":"), put_json_string(outp);
+            if (outp) printf(",\"output\":"), cli_json_string(outp);
             printf("}\n");
         } else if (outp) {
             printf("wrote %zu records of events [%zu, %zu) to %s (lower bound %llu)\n", n, from,
@@ -198,7 +188,7 @@ int cmd_trace(int argc, char **argv) {
             goto done;
         }
         if (json) {
-            printf("{\"output\":"), put_json_string(outp);
+            printf("{\"output\":"), cli_json_string(outp);
             printf(",\"events\":%zu,\"peak_bytes\":%llu,", st.events,
                    (unsigned long long)st.peak_bytes);
             print_period(&pr, true);
