@@ -72,3 +72,16 @@ bool mp_test_check_offsets(const mp_buffer_t *b, size_t n, const uint64_t *off) 
     if (s != MP_OK) fprintf(stderr, "  checker: %s\n", mp_last_error());
     return s == MP_OK;
 }
+
+const char *mp_test_path(const char *dir, const char *name) {
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s", dir, name);
+    return buf;
+}
+
+void mp_test_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!MP_CHECK(f != NULL)) return;
+    fputs(text, f);
+    fclose(f);
+}

@@ -34,4 +34,10 @@ uint64_t mp_test_plan(const mp_buffer_t *b, size_t n, const char *strategy, mp_p
  * checker on it (for oracles).  Returns true if valid. */
 bool mp_test_check_offsets(const mp_buffer_t *b, size_t n, const uint64_t *off);
 
+/* Scratch files: dir is a mkdtemp() directory of the test.  mp_test_path
+ * returns "dir/name" in a static buffer (valid until the next call);
+ * mp_test_write_file writes text to a path. */
+const char *mp_test_path(const char *dir, const char *name);
+void mp_test_write_file(const char *path, const char *text);
+
 #endif

@@ -8,17 +8,7 @@
 
 static char dir[] = "/tmp/mp_test_io_XXXXXX";
 
-static const char *path(const char *name) {
-    static char buf[256];
-    snprintf(buf, sizeof buf, "%s/%s", dir, name);
-    return buf;
-}
-
-static void write_file(const char *p, const char *text) {
-    FILE *f = fopen(p, "w");
-    fputs(text, f);
-    fclose(f);
-}
+static const char *path(const char *name) { return mp_test_path(dir, name); }
 
 static void test_roundtrip(void) {
     mp_buffer_t b[] = {{10, 0, 1, 100, 0}, {11, 1, 5, 7, 8}, {12, 3, 3, 1, 0}};
@@ -64,9 +54,9 @@ static void test_conventions(void) {
     snprintf(a, sizeof a, "%s", path("incl.csv"));
     snprintf(b2, sizeof b2, "%s", path("half.csv"));
     snprintf(c, sizeof c, "%s", path("end.csv"));
-    write_file(a, "id,first,last,size\n1,0,1,8\n2,1,3,16\n");
-    write_file(b2, "# MiniMalloc style\nid,lower,upper,size\n1,0,2,8\n\n2,1,4,16\n");
-    write_file(c, "buffer,start,end,size,alignment\r\n1,0,1,8,1\r\n2,1,3,16,1\r\n");
+    mp_test_write_file(a, "id,first,last,size\n1,0,1,8\n2,1,3,16\n");
+    mp_test_write_file(b2, "# MiniMalloc style\nid,lower,upper,size\n1,0,2,8\n\n2,1,4,16\n");
+    mp_test_write_file(c, "buffer,start,end,size,alignment\r\n1,0,1,8,1\r\n2,1,3,16,1\r\n");
     mp_buffer_t *x, *y, *z;
     size_t nx, ny, nz;
     MP_CHECK_OK(mp_records_read(a, &x, &nx));
@@ -87,7 +77,7 @@ static void test_errors(void) {
     MP_CHECK(b == NULL && n == 0);
     char p[256];
     snprintf(p, sizeof p, "%s", path("bad.csv"));
-    write_file(p, "id,first,last,size\n1,0,1,8\n2,1,x,16\n");
+    mp_test_write_file(p, "id,first,last,size\n1,0,1,8\n2,1,x,16\n");
     MP_CHECK(mp_records_read(p, &b, &n) == MP_EPARSE);
     MP_CHECK(strstr(mp_last_error(), "bad.csv:3: field 'last': 'x'") != NULL);
     mp_buffer_t one = {1, 0, 1, 8, 0};
@@ -120,7 +110,7 @@ static void test_mutations(void) {
                 if (len + 2 < sizeof text) memmove(text + at + 1, text + at, len - at + 1), len++;
             }
         }
-        write_file(p, text);
+        mp_test_write_file(p, text);
         mp_buffer_t *b = NULL;
         size_t n = 0;
         mp_status s = mp_records_read(p, &b, &n);

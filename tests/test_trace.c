@@ -9,17 +9,7 @@
 
 static char dir[] = "/tmp/mp_test_trace_XXXXXX";
 
-static const char *path(const char *name) {
-    static char buf[256];
-    snprintf(buf, sizeof buf, "%s/%s", dir, name);
-    return buf;
-}
-
-static void write_file(const char *p, const char *text) {
-    FILE *f = fopen(p, "w");
-    fputs(text, f);
-    fclose(f);
-}
+static const char *path(const char *name) { return mp_test_path(dir, name); }
 
 /* Plans records with "auto", checks the plan, and checks that the offset
  * lower bound equals want_bound (the window's peak of live bytes). */
@@ -207,7 +197,7 @@ static void test_roundtrip(void) {
 static void expect_error(const char *name, const char *text, const char *msg) {
     char p[256];
     snprintf(p, sizeof p, "%s", path(name));
-    write_file(p, text);
+    mp_test_write_file(p, text);
     mp_trace_t *t = (mp_trace_t *)1;
     mp_status s = mp_trace_read(p, &t);
     MP_CHECK(s == MP_EPARSE && t == NULL);
@@ -253,7 +243,7 @@ static void test_errors(void) {
     /* Accepted: comments, blank lines, tabs, CRLF, hex and decimal handles. */
     char p[256];
     snprintf(p, sizeof p, "%s", path("ok"));
-    write_file(p, "# memplan-trace/1\r\n\r\n# note\r\n a\t0xA\t16 \r\nw 10\r\n  f 0xa 7\r\n");
+    mp_test_write_file(p, "# memplan-trace/1\r\n\r\n# note\r\n a\t0xA\t16 \r\nw 10\r\n  f 0xa 7\r\n");
     mp_trace_t *t;
     MP_CHECK_OK(mp_trace_read(p, &t));
     size_t n;
