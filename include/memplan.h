@@ -774,7 +774,10 @@ mp_status mp_graph_share(const mp_graph_t *g, const mp_share_opts_t *opts, mp_gr
 
 /* Re-places p's storages with a core strategy (offsets or objects, or
  * "auto"): each storage becomes one usage record over the half-steps its
- * tensors live (mp_graph_plan_records).  The plan is checked. */
+ * tensors live (mp_graph_plan_records).  The plan is checked.  A planner
+ * knows only lifetimes: the placed plan is safe for sequential execution,
+ * not necessarily for parallel execution even if p was (a check in a
+ * parallel mode says so). */
 mp_status mp_graph_plan_place(const mp_graph_t *g, mp_graph_plan_t *p, const char *strategy);
 
 /* The plan as an ordinary offset problem: one record per planned owning
@@ -816,8 +819,9 @@ mp_status mp_graph_peak(const mp_graph_t *g, const size_t *order, int include_pe
                         uint64_t *peak);
 
 /* Searches a topological order of g with a lower peak: greedy by bytes
- * freed minus bytes allocated with lookahead, then local moves that keep
- * dependencies; returns the best of that and the given order in
+ * allocated minus bytes freed with lookahead (depth capped at 6), a
+ * memory-first DFS, then single-node moves that keep dependencies; returns
+ * the best of those and the given order (the given one on ties) in
  * order[0..node_count).  opts and report may be NULL. */
 mp_status mp_graph_order_search(const mp_graph_t *g, const mp_order_opts_t *opts, size_t *order,
                                 mp_order_report_t *report);

@@ -1,8 +1,8 @@
-/* graph.c -- reading and validating memplan-graph/1 graphs, and the
+/* graph.c -- validating memplan-graph/1 documents into graphs, and the
  * accessors of a loaded graph.
  *
- * A file (gzip or plain: zlib reads both) is read into memory and parsed
- * with jansson; the tree is then copied into the flat layout of
+ * The text (read from a file by save.c's mp_graph_load, or given to
+ * mp_graph_parse) is parsed with jansson; the tree is then copied into the flat layout of
  * graph_internal.h in two passes (one to size the pools, one to fill them)
  * and checked against every rule of docs/graph-format.md: the format
  * string, ids equal to indices, ids that exist, alias chains that end at a
@@ -10,18 +10,17 @@
  * produced by at most one node, an acyclic graph, and an order that is a
  * permutation of the nodes running every producer before its readers.
  * Every error names the file and the JSON path of the offending value.
- * Time and memory O(size of the file). */
+ * Each node's attrs object and the model object are kept by reference.
+ * The builder (builder.c) goes through the same checks, via
+ * mp__graph_from_json.  Time and memory O(size of the file). */
 #include "graph_internal.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
-#include <zlib.h>
 
 #define FORMAT "memplan-graph/1"
 
@@ -34,6 +33,20 @@ static const struct {
 };
 
 static const char *const kinds[] = {"input", "activation", "parameter", "gradient", "output"};
+
+uint64_t mp__dtype_size(const char *dtype, const char **canonical) {
+    for (size_t k = 0; dtype && k < sizeof dtypes / sizeof dtypes[0]; k++)
+        if (!strcmp(dtypes[k].name, dtype)) {
+            if (canonical) *canonical = dtypes[k].name;
+            return dtypes[k].size;
+        }
+    if (canonical) *canonical = NULL;
+    return 0;
+}
+
+const char *mp__tensor_kind_name(mp_tensor_kind k) {
+    return (unsigned)k < sizeof kinds / sizeof kinds[0] ? kinds[k] : NULL;
+}
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -144,8 +157,9 @@ static const char *keep(builder *b, const char *s) {
     return d;
 }
 
+/* What keep() will take for v: a missing name is kept as "" (1 byte). */
 static size_t str_cost(const json_t *v) {
-    return json_is_string(v) ? strlen(json_string_value(v)) + 1 : 0;
+    return json_is_string(v) ? strlen(json_string_value(v)) + 1 : 1;
 }
 static size_t arr_cost(const json_t *v) { return json_is_array(v) ? json_array_size(v) : 0; }
 
@@ -154,7 +168,7 @@ static size_t arr_cost(const json_t *v) { return json_is_array(v) ? json_array_s
 static void size_pools(json_t *tensors, json_t *nodes, json_t *model, size_t *dims, size_t *ids,
                        size_t *chars) {
     *dims = *ids = 0;
-    *chars = 1 + (json_is_object(model) ? str_cost(json_object_get(model, "name")) : 0);
+    *chars = str_cost(json_is_object(model) ? json_object_get(model, "name") : NULL);
     size_t i;
     json_t *v;
     json_array_foreach(tensors, i, v) {
@@ -311,6 +325,7 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
     if (!attrs || json_is_null(attrs)) return MP_OK;
     if (!json_is_object(attrs))
         return bad(file, "nodes[%zu].attrs: expected an object, got %s", i, type_name(attrs));
+    g->attrs[i] = json_incref((json_t *)attrs);
     snprintf(w, sizeof w, "nodes[%zu].attrs.inplace_capable", i);
     if ((s = get_bool(file, json_object_get(attrs, "inplace_capable"), w, &nd->inplace_capable))) return s;
     snprintf(w, sizeof w, "nodes[%zu].attrs.inplace", i);
@@ -499,8 +514,11 @@ static mp_status build(builder *b, json_t *root) {
     g->dims = malloc((nd ? nd : 1) * sizeof *g->dims);
     g->ids = malloc((ni ? ni : 1) * sizeof *g->ids);
     g->strings = malloc(nc);
-    if (!g->tensor || !g->node || !g->order || !g->outputs || !g->dims || !g->ids || !g->strings)
+    g->attrs = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->attrs);
+    if (!g->tensor || !g->node || !g->order || !g->outputs || !g->dims || !g->ids || !g->strings ||
+        !g->attrs)
         return MP__NOMEM();
+    if (model) g->model = json_incref(model);
     const char *name = "";
     if ((s = get_string(file, model ? json_object_get(model, "name") : NULL, "model.name", false, &name)))
         return s;
@@ -523,15 +541,10 @@ static mp_status build(builder *b, json_t *root) {
 
 /* ---- entry points -------------------------------------------------------- */
 
-mp_status mp_graph_parse(const char *text, size_t len, const char *name, mp_graph_t **out) {
+mp_status mp__graph_from_json(json_t *root, const char *name, mp_graph_t **out) {
     *out = NULL;
-    if (!text || !name) return mp__err(MP_EINVAL, "mp_graph_parse: NULL argument");
-    json_error_t err;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root) return mp__err(MP_EPARSE, "%s:%d:%d: %s", name, err.line, err.column, err.text);
     builder b = {.file = name, .g = calloc(1, sizeof(mp_graph_t))};
     mp_status s = b.g ? build(&b, root) : MP__NOMEM();
-    json_decref(root);
     if (s) {
         mp_graph_free(b.g);
         return s;
@@ -540,32 +553,14 @@ mp_status mp_graph_parse(const char *text, size_t len, const char *name, mp_grap
     return MP_OK;
 }
 
-mp_status mp_graph_load(const char *path, mp_graph_t **out) {
+mp_status mp_graph_parse(const char *text, size_t len, const char *name, mp_graph_t **out) {
     *out = NULL;
-    if (!path) return mp__err(MP_EINVAL, "mp_graph_load: NULL path");
-    gzFile f = gzopen(path, "rb");
-    if (!f) return mp__err(MP_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    mp_status s = MP_OK;
-    for (;;) {
-        if ((s = mp__grow((void **)&buf, &cap, len + (1u << 16), 1))) break;
-        size_t room = cap - len;
-        if (room > INT_MAX) room = INT_MAX;
-        int got = gzread(f, buf + len, (unsigned)room);
-        if (got < 0) {
-            int code;
-            const char *msg = gzerror(f, &code);
-            s = code == Z_ERRNO ? mp__err(MP_EIO, "%s: cannot read: %s", path, strerror(errno))
-                                : mp__err(MP_EPARSE, "%s: not a valid gzip file: %s", path, msg);
-            break;
-        }
-        if (got == 0) break;
-        len += (size_t)got;
-    }
-    gzclose(f);
-    if (!s) s = mp_graph_parse(buf, len, path, out);
-    free(buf);
+    if (!text || !name) return mp__err(MP_EINVAL, "mp_graph_parse: NULL argument");
+    json_error_t err;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root) return mp__err(MP_EPARSE, "%s:%d:%d: %s", name, err.line, err.column, err.text);
+    mp_status s = mp__graph_from_json(root, name, out);
+    json_decref(root);
     return s;
 }
 
@@ -578,6 +573,10 @@ void mp_graph_free(mp_graph_t *g) {
     free(g->dims);
     free(g->ids);
     free(g->strings);
+    if (g->attrs)
+        for (size_t i = 0; i < g->n_nodes; i++) json_decref(g->attrs[i]);
+    free(g->attrs);
+    json_decref(g->model);
     free(g);
 }
 
@@ -604,6 +603,12 @@ const size_t *mp_graph_outputs(const mp_graph_t *g, size_t *n) {
 }
 
 size_t mp_graph_loss(const mp_graph_t *g) { return g->loss; }
+
+const json_t *mp__graph_node_attrs_json(const mp_graph_t *g, size_t id) {
+    return id < g->n_nodes ? g->attrs[id] : NULL;
+}
+
+const json_t *mp__graph_model_json(const mp_graph_t *g) { return g->model; }
 
 mp_status mp_graph_stats(const mp_graph_t *g, mp_graph_stats_t *out) {
     memset(out, 0, sizeof *out);

@@ -1,0 +1,220 @@
+/* save.c -- graph files on disk: mp_graph_load reads one (gzip or plain),
+ * mp_graph_save writes one, and the two helpers that turn a loaded tensor
+ * or node back into its memplan-graph/1 object (shared with the builder's
+ * mp_graph_builder_from, so a copied graph and a saved one say the same).
+ *
+ * A saved file looks like the exporter's: one tensor or node per line, the
+ * model object and every node's attrs exactly as loaded (jansson prints
+ * reals with 17 significant digits, so numbers read back bit for bit).  It
+ * is written to PATH.tmp.<pid> (through zlib: compressed when PATH ends in
+ * ".gz", transparent otherwise) and renamed over PATH only when complete,
+ * as the writers of src/io/ do, so a failure leaves nothing behind. */
+#include "graph_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "graph_json.h"
+#include <zlib.h>
+
+/* Reads a graph file (zlib reads gzip and plain files alike). */
+mp_status mp_graph_load(const char *path, mp_graph_t **out) {
+    *out = NULL;
+    if (!path) return mp__err(MP_EINVAL, "mp_graph_load: NULL path");
+    gzFile f = gzopen(path, "rb");
+    if (!f) return mp__err(MP_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    mp_status s = MP_OK;
+    for (;;) {
+        if ((s = mp__grow((void **)&buf, &cap, len + (1u << 16), 1))) break;
+        size_t room = cap - len;
+        if (room > INT_MAX) room = INT_MAX;
+        int got = gzread(f, buf + len, (unsigned)room);
+        if (got < 0) {
+            int code;
+            const char *msg = gzerror(f, &code);
+            s = code == Z_ERRNO ? mp__err(MP_EIO, "%s: cannot read: %s", path, strerror(errno))
+                                : mp__err(MP_EPARSE, "%s: not a valid gzip file: %s", path, msg);
+            break;
+        }
+        if (got == 0) break;
+        len += (size_t)got;
+    }
+    gzclose(f);
+    if (!s) s = mp_graph_parse(buf, len, path, out);
+    free(buf);
+    return s;
+}
+
+/* ---- graph -> JSON objects ------------------------------------------------ */
+
+/* A tensor or node id, or null for MP_GRAPH_NONE. */
+static json_t *id_or_null(size_t id) {
+    return id == MP_GRAPH_NONE ? json_null() : json_integer((json_int_t)id);
+}
+
+json_t *mp__json_id_array(const size_t *ids, size_t n) {
+    json_t *a = json_array();
+    for (size_t k = 0; a && k < n; k++)
+        if (json_array_append_new(a, json_integer((json_int_t)ids[k]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+mp_status mp__graph_tensor_json(const mp_graph_t *g, size_t id, json_t **out) {
+    const mp_graph_tensor_t *t = &g->tensor[id];
+    json_t *o = json_object(), *shape = json_array();
+    int bad = !o || !shape;
+    for (size_t k = 0; !bad && k < t->rank; k++)
+        bad = json_array_append_new(shape, json_integer((json_int_t)t->shape[k]));
+    if (bad) {
+        json_decref(shape);
+        json_decref(o);
+        return MP__NOMEM();
+    }
+    /* json_object_set_new takes the value even on failure, so one flag
+     * collects every failure and nothing leaks. */
+    bad |= json_object_set_new(o, "id", json_integer((json_int_t)id));
+    bad |= json_object_set_new(o, "name", json_string(t->name));
+    bad |= json_object_set_new(o, "shape", shape);
+    bad |= json_object_set_new(o, "dtype", json_string(t->dtype));
+    bad |= json_object_set_new(o, "bytes", json_integer((json_int_t)t->bytes));
+    bad |= json_object_set_new(o, "kind", json_string(mp__tensor_kind_name(t->kind)));
+    bad |= json_object_set_new(o, "alias_of", id_or_null(t->alias_of));
+    if (t->kind == MP_TENSOR_PARAMETER || t->trainable)
+        bad |= json_object_set_new(o, "trainable", json_boolean(t->trainable));
+    if (t->grad_of != MP_GRAPH_NONE)
+        bad |= json_object_set_new(o, "grad_of", json_integer((json_int_t)t->grad_of));
+    if (bad) {
+        json_decref(o);
+        return MP__NOMEM();
+    }
+    *out = o;
+    return MP_OK;
+}
+
+mp_status mp__graph_node_json(const mp_graph_t *g, size_t id, json_t **out) {
+    const mp_graph_node_t *nd = &g->node[id];
+    json_t *o = json_object();
+    if (!o) return MP__NOMEM();
+    int bad = 0;
+    bad |= json_object_set_new(o, "id", json_integer((json_int_t)id));
+    bad |= json_object_set_new(o, "name", json_string(nd->name));
+    bad |= json_object_set_new(o, "op", json_string(nd->op));
+    bad |= json_object_set_new(o, "inputs", mp__json_id_array(nd->inputs, nd->n_inputs));
+    bad |= json_object_set_new(o, "outputs", mp__json_id_array(nd->outputs, nd->n_outputs));
+    if (g->attrs[id]) bad |= json_object_set(o, "attrs", g->attrs[id]);
+    if (bad) {
+        json_decref(o);
+        return MP__NOMEM();
+    }
+    *out = o;
+    return MP_OK;
+}
+
+/* ---- writing --------------------------------------------------------------- */
+
+typedef struct writer {
+    gzFile f;
+    int failed;
+} writer;
+
+static int put(const char *buf, size_t size, void *data) {
+    writer *w = data;
+    if (w->failed) return -1;
+    while (size) {
+        unsigned chunk = size > (1u << 30) ? 1u << 30 : (unsigned)size;
+        if (gzwrite(w->f, buf, chunk) != (int)chunk) {
+            w->failed = 1;
+            return -1;
+        }
+        buf += chunk;
+        size -= chunk;
+    }
+    return 0;
+}
+
+static void puts_w(writer *w, const char *s) { put(s, strlen(s), w); }
+
+/* Dumps v compactly; takes the reference. */
+static void dump(writer *w, json_t *v) {
+    if (!v) {
+        w->failed = 2;   /* out of memory building it */
+        return;
+    }
+    if (json_dump_callback(v, put, w, JSON_COMPACT | JSON_ENCODE_ANY) && !w->failed) w->failed = 2;
+    json_decref(v);
+}
+
+static void write_graph(writer *w, const mp_graph_t *g) {
+    puts_w(w, "{\n\"format\":\"memplan-graph/1\",\n");
+    if (g->model) {
+        puts_w(w, "\"model\":");
+        dump(w, json_incref(g->model));
+        puts_w(w, ",\n");
+    }
+    puts_w(w, "\"tensors\":[\n");
+    for (size_t i = 0; i < g->n_tensors && !w->failed; i++) {
+        json_t *o = NULL;
+        if (mp__graph_tensor_json(g, i, &o)) w->failed = 2;
+        else dump(w, o);
+        puts_w(w, i + 1 < g->n_tensors ? ",\n" : "\n");
+    }
+    puts_w(w, "],\n\"nodes\":[\n");
+    for (size_t i = 0; i < g->n_nodes && !w->failed; i++) {
+        json_t *o = NULL;
+        if (mp__graph_node_json(g, i, &o)) w->failed = 2;
+        else dump(w, o);
+        puts_w(w, i + 1 < g->n_nodes ? ",\n" : "\n");
+    }
+    puts_w(w, "],\n\"order\":");
+    dump(w, mp__json_id_array(g->order, g->n_nodes));
+    puts_w(w, ",\n\"outputs\":");
+    dump(w, mp__json_id_array(g->outputs, g->n_outputs));
+    puts_w(w, ",\n\"loss\":");
+    dump(w, id_or_null(g->loss));
+    puts_w(w, "\n}\n");
+}
+
+/* Writes g to path through a temporary file renamed at the end. */
+mp_status mp_graph_save(const mp_graph_t *g, const char *path) {
+    if (!g || !path || !*path) return mp__err(MP_EINVAL, "mp_graph_save: NULL graph or path");
+    size_t len = strlen(path);
+    int gz = len >= 3 && !strcmp(path + len - 3, ".gz");
+    char *tmp = malloc(len + 32);
+    if (!tmp) return MP__NOMEM();
+    snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+    errno = 0;
+    /* "T": zlib writes the bytes as they are (no gzip framing). */
+    writer w = {.f = gzopen(tmp, gz ? "wb6" : "wbT")};
+    if (!w.f) {
+        mp_status s = mp__err(MP_EIO, "%s: cannot create: %s", path,
+                              errno ? strerror(errno) : "out of memory");
+        free(tmp);
+        return s;
+    }
+    write_graph(&w, g);
+    mp_status s = MP_OK;
+    if (w.failed == 2) s = MP__NOMEM();
+    else if (w.failed) {
+        int e = 0;
+        const char *zmsg = gzerror(w.f, &e);   /* valid until gzclose */
+        s = mp__err(MP_EIO, "%s: write failed: %s", path, e == Z_ERRNO ? strerror(errno) : zmsg);
+    }
+    int zc = gzclose(w.f);
+    if (!s && zc != Z_OK)
+        s = mp__err(MP_EIO, "%s: write failed: %s", path, zc == Z_ERRNO ? strerror(errno) : "zlib error");
+    if (!s && rename(tmp, path) != 0) s = mp__err(MP_EIO, "%s: %s", path, strerror(errno));
+    if (s) remove(tmp);
+    free(tmp);
+    return s;
+}
