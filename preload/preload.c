@@ -24,7 +24,16 @@
  *   held its lock): new requests are forwarded and frees of arena blocks
  *   inherited from the parent are leaked, never passed to the real free;
  * - at exit the arena is never destroyed, because blocks may still be live
- *   and later destructors may still free them. */
+ *   and later destructors may still free them.
+ *
+ * Trim: the blocks forwarded while learning go back to the real allocator,
+ * which keeps them cached (glibc raises its mmap threshold after the first
+ * large free, so later large blocks come from its heap and stay there).
+ * When the real allocator is glibc (its malloc_trim is defined by the same
+ * object as its malloc), malloc_trim(0) runs once when the arena starts
+ * replaying, before the region's pages are touched, and once more after
+ * the first replayed iteration, when the blocks live at the switch have
+ * been freed (MEMPLAN_TRIM=0 turns it off). */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -59,12 +68,15 @@ static _Atomic int mode = MODE_OFF;
 static _Atomic(mp_arena_t *) arena;
 static size_t threshold = DEFAULT_THRESHOLD;
 static size_t warmup, max_edits;
-static int summary;
+static int summary, trim = 1;
 static char stats_path[4096];
 static char strategy[64] = "auto";
 
 /* counters of the preload front (the arena counts the rest) */
 static _Atomic uint64_t n_big, n_align_fwd, n_arena_fail, n_realloc_moves, n_child_leaks;
+static _Atomic uint64_t n_trims, n_trims_released;
+/* 0: learning, 1: trimmed at the switch to replay, 2: done (or never) */
+static _Atomic int trim_phase;
 
 /* ---- the bootstrap buffer (served while dlsym runs) ---------------------- */
 
@@ -124,6 +136,14 @@ static int ready(void) {
         r.valloc = (void *(*)(size_t))sym("valloc");
         r.pvalloc = (void *(*)(size_t))sym("pvalloc");
         r.malloc_usable_size = (size_t(*)(void *))sym("malloc_usable_size");
+        /* glibc's malloc_trim would be the wrong one for another allocator
+         * preloaded after this library: keep it only if it comes from the
+         * object that defines the real malloc */
+        r.malloc_trim = (int (*)(size_t))sym("malloc_trim");
+        Dl_info im, it;
+        if (r.malloc_trim && !(r.malloc && dladdr((void *)r.malloc, &im) &&
+                               dladdr((void *)r.malloc_trim, &it) && im.dli_fbase == it.dli_fbase))
+            r.malloc_trim = NULL;
         if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign ||
             !r.memalign || !r.malloc_usable_size) {
             say("memplan-preload: the real allocator was not found (dlsym RTLD_NEXT)\n");
@@ -189,6 +209,32 @@ static int wants_arena(size_t size, size_t align) {
     return 1;
 }
 
+/* Runs the real malloc_trim(0) and counts it. */
+static void do_trim(void) {
+    atomic_fetch_add_explicit(&n_trims, 1, memory_order_relaxed);
+    if (mpp__real.malloc_trim(0))
+        atomic_fetch_add_explicit(&n_trims_released, 1, memory_order_relaxed);
+}
+
+/* Called after each arena request until the trims are done (see the
+ * header): a stats snapshot while learning, nothing afterwards. */
+static void maybe_trim(mp_arena_t *a) {
+    int ph = atomic_load_explicit(&trim_phase, memory_order_relaxed);
+    if (ph >= 2) return;
+    if (!trim || !mpp__real.malloc_trim) {
+        atomic_store(&trim_phase, 2);
+        return;
+    }
+    mp_arena_stats_t st;
+    mp_arena_stats(a, &st);
+    if (st.state == MP_ARENA_PASSTHROUGH) {
+        atomic_store(&trim_phase, 2);
+    } else if (st.state == MP_ARENA_REPLAYING) {
+        int want = st.iterations >= 1 ? 2 : 1;   /* one thread per phase trims */
+        if (ph < want && atomic_compare_exchange_strong(&trim_phase, &ph, want)) do_trim();
+    }
+}
+
 /* A block from the arena, registered; NULL means: forward instead. */
 static void *big_alloc(size_t size) {
     int saved = errno;
@@ -202,6 +248,7 @@ static void *big_alloc(size_t size) {
         p = NULL;
     }
     if (!p) atomic_fetch_add_explicit(&n_arena_fail, 1, memory_order_relaxed);
+    if (a) maybe_trim(a);
     t_guard = 0;
     errno = saved;
     return p;
@@ -407,6 +454,8 @@ __attribute__((constructor)) static void preload_init(void) {
     env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
     env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
     summary = env_flag("MEMPLAN_SUMMARY");
+    const char *tr = getenv("MEMPLAN_TRIM");
+    if (tr && strcmp(tr, "0") == 0) trim = 0;
     mpp__reg_set_verify(env_flag("MEMPLAN_VERIFY"));
     if (!off && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;
     t_guard = 0;
@@ -429,9 +478,10 @@ static void write_stats(const mp_arena_stats_t *s) {
     size_t n = 0, c = sizeof buf;
     add(buf, c, &n, "# memplan-preload stats\nthreshold %llu\nbig_requests %llu\n"
         "forwarded_alignment %llu\narena_failures %llu\nrealloc_moves %llu\n"
-        "leaked_after_fork %llu\noverlaps %llu\nregistered_live %llu\n", U(threshold),
-        U(n_big), U(n_align_fwd), U(n_arena_fail), U(n_realloc_moves), U(n_child_leaks),
-        U(mpp__reg_overlaps()), U(mpp__reg_live()));
+        "leaked_after_fork %llu\noverlaps %llu\nregistered_live %llu\ntrims %llu\n"
+        "trims_released %llu\n", U(threshold), U(n_big), U(n_align_fwd), U(n_arena_fail),
+        U(n_realloc_moves), U(n_child_leaks), U(mpp__reg_overlaps()), U(mpp__reg_live()),
+        U(n_trims), U(n_trims_released));
     add(buf, c, &n, "state %s\nreplan_pending %d\niteration_length %llu\nperiod_events %llu\n"
         "planned_blocks %llu\ncross_blocks %llu\niterations %llu\nplanned_footprint %llu\n"
         "lower_bound %llu\nregion_bytes %llu\nlearned_peak_bytes %llu\n",

@@ -20,6 +20,7 @@ typedef struct mpp_real {
     void *(*valloc)(size_t);
     void *(*pvalloc)(size_t);
     size_t (*malloc_usable_size)(void *);
+    int (*malloc_trim)(size_t);   /* NULL unless defined by the same object as malloc */
 } mpp_real;
 
 extern mpp_real mpp__real;

@@ -366,7 +366,8 @@ static void test_long(void) {
     double dt2 = now() - t1;
     printf("long streams of %zu events: periodic %.3f s, random + constant %.3f s\n", st.n, dt,
            dt2);
-    /* Times are printed, not asserted: speed claims come from bench/, and
+    /* Times are printed, not asserted: speed claims come from
+     * bench/runtime/period.c (bench_period, run by bench/runtime/run), and
      * a loaded CI machine must not turn a correct run red. */
     free(st.s);
     /* A long trace. */

@@ -5,8 +5,9 @@
 # tests/preload/prog.c.  Each case runs a program without LD_PRELOAD and
 # with it (and with MEMPLAN_DISABLE=1) and requires the same output and exit
 # status; under MEMPLAN_SUMMARY=1 / MEMPLAN_STATS it also requires that blocks
-# were served from the arena (replay happened) and that the registry saw
-# 0 overlaps (MEMPLAN_VERIFY=1).  The programs: PROG (canaries, realloc,
+# were served from the arena (replay happened), that the registry saw
+# 0 overlaps (MEMPLAN_VERIFY=1), and that glibc's cache was trimmed when
+# replay started (none with MEMPLAN_TRIM=0).  The programs: PROG (canaries, realloc,
 # calloc, alignments, threads, fork), Python with a small script and with
 # everything through the arena (MEMPLAN_THRESHOLD=1), and a torchvision
 # resnet18 inference loop (Debian's /usr/bin/python3 and python3-torch; a
@@ -103,6 +104,29 @@ check "prog: stats file shows replay and 0 overlaps" sh -c "
     [ \"\$(sed -n 's/^served_arena //p' '$tmp/stats.txt')\" -gt 0 ] &&
     [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats.txt')\" = 0 ] &&
     [ \"\$(sed -n 's/^threshold //p' '$tmp/stats.txt')\" = 32768 ]"
+# glibc is the real allocator here: one trim when replay starts, one after
+# the first replayed iteration (docs/preload.md); none with MEMPLAN_TRIM=0
+check "prog: glibc's cache trimmed twice once replaying" sh -c "
+    [ \"\$(sed -n 's/^trims //p' '$tmp/stats.txt')\" = 2 ]"
+# shellcheck disable=SC2086
+run c6 $P MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats6.txt" MEMPLAN_TRIM=0 "$prog"
+check "prog: same output with MEMPLAN_TRIM=0, no trim, still replaying" sh -c "
+    cmp -s '$tmp/c0.out' '$tmp/c6.out' &&
+    [ \"\$(sed -n 's/^trims //p' '$tmp/stats6.txt')\" = 0 ] &&
+    [ \"\$(sed -n 's/^state //p' '$tmp/stats6.txt')\" = replaying ] &&
+    [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats6.txt')\" = 0 ]"
+# another allocator behind memplan: glibc's malloc_trim is not its, never called
+je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -f "$je" ]; then
+    run c7 LD_PRELOAD="$so $je" MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats7.txt" "$prog"
+    check "prog: same output with jemalloc behind memplan, replaying, no trim" sh -c "
+        cmp -s '$tmp/c0.out' '$tmp/c7.out' &&
+        [ \"\$(sed -n 's/^trims //p' '$tmp/stats7.txt')\" = 0 ] &&
+        [ \"\$(sed -n 's/^state //p' '$tmp/stats7.txt')\" = replaying ] &&
+        [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats7.txt')\" = 0 ]"
+else
+    echo "skip prog with jemalloc behind memplan: $je not installed (scripts/setup-allocators)"
+fi
 # shellcheck disable=SC2086
 run c5 $P MEMPLAN_STATS=- MEMPLAN_THRESHOLD=junk MEMPLAN_STRATEGY=greedy-size "$prog"
 check "prog: stats on stderr (-), a bad threshold is ignored with a warning" sh -c "

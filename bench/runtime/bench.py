@@ -1,10 +1,15 @@
 """Driver for bench/runtime/run: every workload x allocator in a fresh process.
 
-    /usr/bin/python3 bench/runtime/bench.py --preload SO --micro BIN --out FILE.md [--quick]
+    /usr/bin/python3 bench/runtime/bench.py --preload SO --micro BIN --period BIN
+        --out FILE.md [--quick] [--workload MODEL:BATCH:MODE:WARMUP:STEPS ...]
+        [--alloc NAME,NAME]
 
-Peak RSS is the child's ru_maxrss (os.wait4).  Step times, the checksum and
-VmHWM come from workload.py's JSON line.  memplan's counters come from its
-MEMPLAN_STATS file.  Exit status 1 if any run failed or any checksum differs
+Peak RSS is the child's ru_maxrss (os.wait4).  Step times, the checksum,
+VmHWM and VmRSS at the end come from workload.py's JSON line.  memplan's
+counters come from its MEMPLAN_STATS file.  --workload (repeatable) replaces
+the workload list and --alloc restricts the allocators (glibc always runs:
+it is the reference); both are for checks of one workload, and skip the
+micro-benchmarks.  Exit status 1 if any run failed or any checksum differs
 from the glibc run of the same workload.
 """
 import argparse
@@ -25,26 +30,48 @@ SYSTEM_ALLOCATORS = [
     ("mimalloc", "libmimalloc.so.2", "libmimalloc2.0"),
     ("tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
 ]
-# (model, batch, mode, warm-up steps, timed steps)
+# (model, batch, mode, warm-up steps, timed steps).  memplan learns during
+# the first 3 steps of an inference loop and replays from the 4th (training:
+# from the 5th, since its first step allocates the optimizer state and is
+# unlike the others; docs/arena.md), so warm-up 5 (training 6) leaves every
+# timed step replayed, with a step to spare.  About 20 minutes on 2 cores.
 FULL = [
-    ("resnet50", 1, "infer", 3, 20),
-    ("mobilenet_v2", 1, "infer", 3, 20),
-    ("inception_v3", 1, "infer", 3, 15),
-    ("resnet50", 32, "infer", 3, 7),
-    ("mobilenet_v2", 32, "infer", 3, 7),
-    ("inception_v3", 32, "infer", 2, 5),
-    ("resnet18", 16, "train", 3, 7),
+    ("resnet50", 1, "infer", 5, 20),
+    ("mobilenet_v2", 1, "infer", 5, 20),
+    ("inception_v3", 1, "infer", 5, 15),
+    ("resnet50", 32, "infer", 5, 10),
+    ("mobilenet_v2", 32, "infer", 5, 10),
+    ("inception_v3", 32, "infer", 5, 8),
+    ("resnet18", 16, "train", 6, 10),
 ]
-QUICK = [("mobilenet_v2", 1, "infer", 3, 5)]
+QUICK = [("mobilenet_v2", 1, "infer", 5, 5)]
 
 
-def allocators(preload, quick):
+def allocators(preload, quick, only=None):
     out = [("glibc", None)]
     if not quick:
         for name, so, _ in SYSTEM_ALLOCATORS:
             out.append((name, os.path.join(LIBDIR, so)))
     out.append(("memplan", preload))
+    if only:
+        out = [a for a in out if a[0] == "glibc" or a[0] in only]
     return out
+
+
+def parse_workload(spec):
+    """MODEL:BATCH:MODE:WARMUP:STEPS -> a workload tuple."""
+    f = spec.split(":")
+    if len(f) != 5 or f[2] not in ("infer", "train"):
+        raise SystemExit("bench.py: --workload wants MODEL:BATCH:infer|train:WARMUP:STEPS, not " + spec)
+    return (f[0], int(f[1]), f[2], int(f[3]), int(f[4]))
+
+
+def run_period(binary, quick):
+    """Runs bench_period; returns (rows, error)."""
+    p = subprocess.run([binary] + (["--quick"] if quick else []), capture_output=True, text=True)
+    rows = [dict(kv.split("=", 1) for kv in l.split() if "=" in kv)
+            for l in p.stdout.splitlines() if l.startswith("case=")]
+    return rows, ("" if p.returncode == 0 else "exit %d: %s" % (p.returncode, p.stderr.strip()))
 
 
 def run_one(wl, alloc, so):
@@ -79,6 +106,8 @@ def run_one(wl, alloc, so):
         res["error"] = "exit %d: %s" % (p.returncode, err.strip().splitlines()[-1:] or "")
     else:
         res.update(json.loads(line[-1]))
+        # the workload resets the peak after its warm-up (workload.py)
+        res["peak_kib"] = max(ru.ru_maxrss, res.get("hwm_warmup_kib", -1))
     if stats_path:
         st = {}
         with open(stats_path) as f:
@@ -163,10 +192,15 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--raw", default="")
     ap.add_argument("--cmd", default="bench/runtime/run")
+    ap.add_argument("--period", default="")
+    ap.add_argument("--workload", action="append", default=[])
+    ap.add_argument("--alloc", default="")
     a = ap.parse_args()
 
-    allocs = allocators(a.preload, a.quick)
-    wls = QUICK if a.quick else FULL
+    only = [x for x in a.alloc.split(",") if x]
+    allocs = allocators(a.preload, a.quick and not only, only)
+    wls = [parse_workload(w) for w in a.workload] or (QUICK if a.quick else FULL)
+    check = bool(a.workload or only)
     t_start = time.time()
     results = {}
     failures = []
@@ -176,8 +210,11 @@ def main():
             r = run_one(wl, alloc, so)
             results[(key, alloc)] = r
             msg = ("error " + r["error"]) if "error" in r else (
-                "rss %.0f MiB, median %.1f ms, checksum %s" %
-                (mib(r["maxrss_kib"]), r["median_ms"], r["checksum"]))
+                "rss %.0f MiB (timed steps %.0f), median %.1f ms, checksum %s%s" %
+                (mib(r["peak_kib"]), mib(r["hwm_timed_kib"]), r["median_ms"], r["checksum"],
+                 "" if "memplan" not in r else ", %s, %s from the arena, %s learning" % (
+                     r["memplan"].get("state"), r["memplan"].get("served_arena"),
+                     r["memplan"].get("served_learning"))))
             print("bench/runtime: %-24s %-9s %s (%.0f s)" % (key, alloc, msg, r["wall_s"]),
                   file=sys.stderr, flush=True)
             if "error" in r:
@@ -191,23 +228,29 @@ def main():
                 failures.append("%s under %s: checksum %s (value %s) differs from glibc %s (value %s)"
                                 % (key, alloc, r["checksum"], r["value"],
                                    base["checksum"], base["value"]))
-    micro = run_micro(a.micro, allocs, a.records, a.quick)
+    micro = [] if check else run_micro(a.micro, allocs, a.records, a.quick)
     for name, rc, out, err in micro:
         print("bench/runtime: micro %-28s %s" % (name, out if rc == 0 else "error: " + err),
               file=sys.stderr, flush=True)
         if rc != 0:
             failures.append("micro-benchmark %s: exit %d %s" % (name, rc, err))
+    period, perr = ([], "") if check or not a.period else run_period(a.period, a.quick)
+    for row in period:
+        print("bench/runtime: period %-16s %s events, median %s s" %
+              (row.get("case"), row.get("events"), row.get("median_s")), file=sys.stderr, flush=True)
+    if perr:
+        failures.append("bench_period: " + perr)
     elapsed = time.time() - t_start
 
     m = machine()
     L = []
     w = L.append
-    w("# Runtime benchmarks: the drop-in allocator on PyTorch CPU" if not a.quick
-      else "# Runtime benchmarks (quick run)")
+    w("# Runtime benchmarks: the drop-in allocator on PyTorch CPU" if not (a.quick or check)
+      else "# Runtime benchmarks (%s run)" % ("check" if check else "quick"))
     w("")
     w("Generated by `%s` on %s (%.1f minutes, system clock date)." %
       (a.cmd, datetime.date.today().isoformat(), elapsed / 60))
-    if not a.quick:
+    if not (a.quick or check):
         w("The tables are written by the script; the reading at the end is hand-written")
         w("(`bench/runtime/notes.md`, appended verbatim) and describes the run it was written for.")
     w("")
@@ -223,7 +266,7 @@ def main():
     w("| libopenblas0 | %s |" % m["openblas"])
     for n, so, p in SYSTEM_ALLOCATORS:
         w("| %s | %s %s (`%s`) |" % (n, p, m[n], so))
-    w("| memplan | `%s` (Release), default settings (threshold 64K, warm-up 2, strategy auto) |" %
+    w("| memplan | `%s` (Release), default settings (threshold 64K, warm-up 2, strategy auto, trim on) |" %
       os.path.relpath(a.preload, ROOT))
     w("")
     w("## Workloads")
@@ -231,17 +274,26 @@ def main():
     w("Each cell is one fresh `/usr/bin/python3 bench/runtime/workload.py` process. Inference:")
     w("`weights=None`, `eval()`, `torch.no_grad()`, one fixed random input (`torch.manual_seed(0)`),")
     w("224x224 (Inception v3: 299x299). Training: ResNet-18, cross-entropy on fixed random labels,")
-    w("SGD (lr 0.01, momentum 0.9). Steps (warm-up + timed) were chosen to keep the run under")
-    w("25 minutes on 2 cores:")
+    w("SGD (lr 0.01, momentum 0.9). memplan learns during the first three steps of an inference")
+    w("loop and the first four of the training loop (its first step is unlike the others) and")
+    w("replays from the next one; the warm-up steps cover that with a step to spare, so every")
+    w("timed step of memplan is replayed (check *learning* in the counters below). Steps")
+    w("(warm-up + timed) keep the run under 30 minutes on 2 cores:")
     w("")
     w("| workload | warm-up steps | timed steps |")
     w("|---|---|---|")
     for wl in wls:
         w("| %s b%d %s | %d | %d |" % (wl[0], wl[1], wl[2], wl[3], wl[4]))
     w("")
-    w("- **peak RSS**: `ru_maxrss` of the child (`os.wait4`), which includes the Python")
-    w("  interpreter, torch's libraries and the weights (about 290-390 MiB before the first step;")
-    w("  column *before loop* is VmHWM just before the first step).")
+    w("- **peak RSS**: the peak resident set of the whole run (`ru_maxrss` of the child from")
+    w("  `os.wait4`, and VmHWM after the warm-up), which includes the Python interpreter, torch's")
+    w("  libraries and the weights (about 290-390 MiB before the first step; column *before loop*")
+    w("  is VmHWM just before the first step). For memplan it includes the learning steps, which")
+    w("  run on glibc: it cannot go much below glibc's own peak over those first steps.")
+    w("- **timed peak**: the peak resident set of the timed steps alone (the workload resets")
+    w("  VmHWM through `/proc/self/clear_refs` after the warm-up). For memplan these steps are")
+    w("  replayed from the planned region, after `malloc_trim(0)` returned glibc's cache of the")
+    w("  learning steps: this is the number the plan can lower.")
     w("- **step**: median wall time of the timed steps, measured inside the process with")
     w("  `time.perf_counter`. The ratio columns divide by glibc's value for the same workload.")
     w("- **checksum**: SHA-256 (first 16 hex digits) of the final output tensor's bytes")
@@ -253,20 +305,21 @@ def main():
     w("")
     w("## Results")
     w("")
-    w("| workload | allocator | peak RSS MiB | before loop MiB | RSS / glibc | step ms (median) | step / glibc | checksum | load avg after |")
-    w("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    w("| workload | allocator | peak RSS MiB | before loop MiB | RSS / glibc | timed peak MiB | timed / glibc | step ms (median) | step / glibc | checksum | load avg after |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for wl in wls:
         key = "%s b%d %s" % (wl[0], wl[1], wl[2])
         base = results[(key, "glibc")]
         for alloc, _ in allocs:
             r = results[(key, alloc)]
             if "error" in r:
-                w("| %s | %s | FAILED: %s | | | | | | |" % (key, alloc, r["error"].replace("|", "/")))
+                w("| %s | %s | FAILED: %s | | | | | | | | |" % (key, alloc, r["error"].replace("|", "/")))
                 continue
             ok = "error" not in base and r["checksum"] == base["checksum"]
-            w("| %s | %s | %.0f | %.0f | %s | %.1f | %s | %s%s | %.1f |" % (
-                key, alloc, mib(r["maxrss_kib"]), mib(r["hwm_before_kib"]),
-                fmt_ratio(r["maxrss_kib"], base.get("maxrss_kib", 0)), r["median_ms"],
+            w("| %s | %s | %.0f | %.0f | %s | %.0f | %s | %.1f | %s | %s%s | %.1f |" % (
+                key, alloc, mib(r["peak_kib"]), mib(r["hwm_before_kib"]),
+                fmt_ratio(r["peak_kib"], base.get("peak_kib", 0)), mib(r["hwm_timed_kib"]),
+                fmt_ratio(r["hwm_timed_kib"], base.get("hwm_timed_kib", 0)), r["median_ms"],
                 fmt_ratio(r["median_ms"], base.get("median_ms", 0)), r["checksum"],
                 "" if ok else " **MISMATCH**", r["load_after"]))
     w("")
@@ -275,52 +328,80 @@ def main():
     w("From `MEMPLAN_STATS` at exit (docs/preload.md). *big*: requests at or above the 64 KiB")
     w("threshold; *arena*: served from the planned region; *learning*: forwarded while")
     w("learning; fallbacks by reason; *period*: requests per detected iteration (the loop's")
-    w("real iteration, or a shorter spurious period); *footprint* of the region vs the learned peak.")
+    w("real iteration, or a shorter spurious period); *iterations*: iterations replayed; *learned")
+    w("steps*: steps of the run minus iterations replayed (the steps, or parts of steps, spent")
+    w("learning); *footprint* of the region vs the learned peak; *trims*: `malloc_trim(0)` calls")
+    w("made when replay started (docs/preload.md).")
     w("")
-    w("| workload | state | big | arena | learning | too large | cross | unforeseen | overlap | period | iterations | replans | footprint MiB | learned peak MiB | peak backing MiB |")
-    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("| workload | state | big | arena | learning | too large | cross | unforeseen | overlap | period | iterations | learned steps | replans | footprint MiB | learned peak MiB | peak backing MiB | trims |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for wl in wls:
         key = "%s b%d %s" % (wl[0], wl[1], wl[2])
         r = results[(key, "memplan")]
         st = r.get("memplan", {})
         if not st:
-            w("| %s | no stats | | | | | | | | | | | | | |" % key)
+            w("| %s | no stats | | | | | | | | | | | | | | | |" % key)
             continue
         g = lambda k: st.get(k, "?")
         mb = lambda k: "%.1f" % (int(st[k]) / 1048576) if k in st else "?"
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        learned = wl[3] + wl[4] - int(st["iterations"]) if "iterations" in st else "?"
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             key, g("state"), g("big_requests"), g("served_arena"), g("served_learning"),
             g("fb_too_large"), g("fb_cross"), g("fb_unforeseen"), g("fb_overlap"),
-            g("iteration_length"), g("iterations"), g("reoptimizations"),
-            mb("planned_footprint"), mb("learned_peak_bytes"), mb("peak_backing_bytes")))
+            g("iteration_length"), g("iterations"), learned, g("reoptimizations"),
+            mb("planned_footprint"), mb("learned_peak_bytes"), mb("peak_backing_bytes"),
+            g("trims")))
     w("")
-    w("## Micro-benchmark: alloc/free cost on a replayed trace")
-    w("")
-    w("`bench/runtime/replay.c` turns `%s` (the usage records of" % os.path.relpath(a.records, ROOT))
-    w("one ResNet-18 batch-16 training step, from the exporter) into its alloc/free sequence")
-    w("(at each logical time: the buffers that start, then the buffers that end) and replays it")
-    w("%s times per repetition, writing one byte into each block. *malloc/free* calls the" %
-      ("20" if a.quick else "200"))
-    w("process's malloc, so it is run under each LD_PRELOAD allocator; *mp_arena_* API* calls")
-    w("`mp_arena_alloc`/`mp_arena_free` directly (libmemplan.a, default options: every request")
-    w("goes to the arena, no size threshold) and times only iterations after the arena is")
-    w("replaying; *+ mark_iteration* also calls `mp_arena_mark_iteration` before each iteration. Value: ns per alloc+free pair, median of %s repetitions (min-max)." %
-      ("3" if a.quick else "7"))
-    w("")
-    w("| allocator | ns per pair (median) | min | max | pairs per iteration | notes |")
-    w("|---|---:|---:|---:|---:|---|")
-    for name, rc, out, err in micro:
-        if rc != 0:
-            w("| %s | FAILED (exit %d) | | | | %s |" % (name, rc, err.replace("\n", " ")[:200]))
-            continue
-        d = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
-        note = ""
-        if "memplan" in name or "arena" in name:
-            summ = [l for l in err.splitlines() if l.startswith("memplan") or "arena" in l]
-            note = summ[-1].replace("|", "/")[:300] if summ else ""
-        w("| %s | %s | %s | %s | %s | %s |" % (name, d.get("median_ns", "?"), d.get("min_ns", "?"),
-                                               d.get("max_ns", "?"), d.get("pairs", "?"), note))
-    w("")
+    if micro:
+        w("## Micro-benchmark: alloc/free cost on a replayed trace")
+        w("")
+        w("`bench/runtime/replay.c` turns `%s` (the usage records of" % os.path.relpath(a.records, ROOT))
+        w("one ResNet-18 batch-16 training step, from the exporter) into its alloc/free sequence")
+        w("(at each logical time: the buffers that start, then the buffers that end) and replays it")
+        w("%s times per repetition, writing one byte into each block. *malloc/free* calls the" %
+          ("20" if a.quick else "200"))
+        w("process's malloc, so it is run under each LD_PRELOAD allocator; *mp_arena_* API* calls")
+        w("`mp_arena_alloc`/`mp_arena_free` directly (libmemplan.a, default options: every request")
+        w("goes to the arena, no size threshold) and times only iterations after the arena is")
+        w("replaying; *+ mark_iteration* also calls `mp_arena_mark_iteration` before each iteration. Value: ns per alloc+free pair, median of %s repetitions (min-max)." %
+          ("3" if a.quick else "7"))
+        w("")
+        w("| allocator | ns per pair (median) | min | max | pairs per iteration | notes |")
+        w("|---|---:|---:|---:|---:|---|")
+        for name, rc, out, err in micro:
+            if rc != 0:
+                w("| %s | FAILED (exit %d) | | | | %s |" % (name, rc, err.replace("\n", " ")[:200]))
+                continue
+            d = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+            note = ""
+            if "memplan" in name or "arena" in name:
+                summ = [l for l in err.splitlines() if l.startswith("memplan") or "arena" in l]
+                note = summ[-1].replace("|", "/")[:300] if summ else ""
+            w("| %s | %s | %s | %s | %s | %s |" % (name, d.get("median_ns", "?"), d.get("min_ns", "?"),
+                                                   d.get("max_ns", "?"), d.get("pairs", "?"), note))
+        w("")
+    if period:
+        w("## Iteration detection speed")
+        w("")
+        w("`bench_period` (`bench/runtime/period.c`, Release): `mp_period_find` on symbol streams,")
+        w("`mp_period_detect` on a training-like trace, and the replay arena's whole learning phase")
+        w("(backing malloc, trace, every detection attempt; docs/arena.md). *find-periodic*: a")
+        w("1000-symbol body with strays after a 3000-symbol warm-up; *find-random*: 64 symbols;")
+        w("*find-constant*: one symbol; *detect-trace*: 24 events per iteration; *arena-aperiodic*:")
+        w("random sizes and lifetimes until the arena gives up (`max_learn_events` = the event count),")
+        w("the worst case of its schedule; *arena-periodic*: 100 weights, then iterations of 200")
+        w("allocations, until replay (*events* = events traced up to the switch). Median of %s runs." %
+          ("3" if a.quick else "5"))
+        w("")
+        w("| case | events | median s | min s | max s | ns per event | period found | detection attempts |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for row in period:
+            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                row.get("case"), row.get("events"), row.get("median_s"), row.get("min_s"),
+                row.get("max_s"), row.get("ns_per_event"),
+                row.get("period") if row.get("found") == "1" else "none",
+                row.get("detections", "")))
+        w("")
     if failures:
         w("## Failures")
         w("")
@@ -328,7 +409,7 @@ def main():
             w("- " + f)
         w("")
     notes = os.path.join(HERE, "notes.md")
-    if not a.quick and os.path.exists(notes):
+    if not (a.quick or check) and os.path.exists(notes):
         with open(notes) as f:
             L.append(f.read().rstrip("\n"))
         w("")

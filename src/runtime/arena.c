@@ -4,12 +4,23 @@
  * Learning.  Every request (except those below min_block or between
  * interrupt and resume) goes to the backing allocator and is recorded in a
  * trace under its address; frees of traced blocks are recorded too.  When
- * the trace has grown by half since the last attempt (at least 64 events)
- * mp_period_detect runs on it: O(n) per attempt, O(1) amortized per event.
- * A period is accepted only when a later attempt, on a trace at least twice
- * as long, finds the same period, give or take p/8 + max_edits events (an
- * inner repeat, such as a run of
- * identical blocks in one forward pass, does not survive that).
+ * the trace has grown by a quarter since the last attempt (at least 64
+ * events) mp_period_detect runs on it (warmup_iterations repeats needed):
+ * O(n) per attempt, O(1) amortized per event.  A period p found on a trace
+ * of n events, with its steady state from event s, is accepted when
+ *   (a) the steady state holds warmup_iterations + 1 whole iterations: it
+ *       predicted one more iteration than it took to find it;
+ *   (b) n - s >= max(2s, s + p): the steady state (with its partial last
+ *       iteration) spans twice everything before it, and a period more;
+ *   (c) it still repeats: the events after its last whole iteration are
+ *       at most p + max_edits.
+ * A run of identical blocks inside one step (a ResNet stage, the layers
+ * of a transformer) repeats too and can pass (a); it fails (b) in every
+ * step after the first, where the whole first step lies before it, and in
+ * the first step unless it is twice as long as everything traced before
+ * it (the weights' allocations included); once the run has ended it fails
+ * (c).  A period found before (a)-(c) hold schedules the next attempt
+ * where they can first hold (or n/8 events later, if that is sooner).
  * Once warmup_iterations iterations repeat, the records of the clean
  * iteration become the slots 0..m-1 (one per allocation, in order); a slot
  * whose block outlives the iteration is marked cross and is always
@@ -69,8 +80,6 @@ struct mp_arena_t {
     size_t interrupted;
     mp_trace_t *trace;          /* while learning */
     size_t next_check;
-    size_t pending_period;      /* period found by an earlier attempt, 0: none */
-    size_t pending_at;          /* trace length at that attempt */
     /* the plan: m slots */
     size_t m, pos;
     bool replan;
@@ -288,7 +297,7 @@ static void passthrough(mp_arena_t *a) {
 static void try_detect(mp_arena_t *a) {
     size_t n;
     const mp_event_t *ev = mp_trace_events(a->trace, &n);
-    a->next_check = n + (n / 2 > 64 ? n / 2 : 64);
+    a->next_check = n + (n / 4 > 64 ? n / 4 : 64);
     a->st.detections++;
     mp_period_params_t pp = {a->opt.max_edits, a->opt.warmup_iterations};
     mp_period_t per;
@@ -296,24 +305,18 @@ static void try_detect(mp_arena_t *a) {
         passthrough(a);
         return;
     }
-    if (!per.found) {
-        a->pending_period = 0;
-        return;
-    }
-    /* A period is trusted only once it is still the answer after the trace
-     * has at least doubled.  Early in the first step, a run of identical
-     * blocks (a ResNet stage, say) repeats too; it stops repeating when the
-     * next stage begins, while the true step period keeps being found. */
-    size_t slack = per.period / 8 + a->opt.max_edits; /* edits move the template's length */
-    size_t diff = per.period > a->pending_period ? per.period - a->pending_period
-                                                 : a->pending_period - per.period;
-    if (!a->pending_period || diff > slack) {
-        a->pending_period = per.period;
-        a->pending_at = n;
-        mp_period_free(&per);
-        return;
-    }
-    if (n < 2 * a->pending_at) {
+    if (!per.found) return;
+    /* Rules (a)-(c) of the header.  (b) is what rejects an inner repeat:
+     * its steady state is short next to what precedes it. */
+    size_t p = per.period, s = per.start[0];
+    size_t w = a->opt.warmup_iterations < 2 ? 2 : a->opt.warmup_iterations;
+    size_t span = mp__max64(3 * s, 2 * s + p);   /* (b): n >= span */
+    if (per.iterations < w + 1 || n < span || per.tail > p + a->opt.max_edits) {
+        /* try again where (a) and (b) can first hold (iterations may be a
+         * few events longer than p: then at the usual pace), at most n/8
+         * events later */
+        size_t ready = mp__max64(s + (w + 1) * p, span), pace = n + mp__max64(64, n / 8);
+        a->next_check = ready > n ? mp__min64(ready, pace) : pace;
         mp_period_free(&per);
         return;
     }
