@@ -486,6 +486,68 @@ static void test_refuse(void) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The node named name must be op reading ins and writing outs (tensor
+ * names), the gradient of forward node fwd with grad_mask mask. */
+static void expect_named(int line, const mp_graph_t *g, const char *name, const char *op, const char *ins,
+                         const char *outs, const char *fwd, uint64_t mask) {
+    size_t n_order;
+    const size_t *order = mp_graph_order(g, &n_order);
+    for (size_t s = 0; s < n_order; s++)
+        if (!strcmp(mp_graph_node(g, order[s])->name, name)) {
+            expect_step(line, g, s, name, op, ins, outs, fwd, mask);
+            return;
+        }
+    mp_test_report(false, __FILE__, line, name);
+}
+#define NSTEP(g, name, op, ins, outs, fwd, mask) expect_named(__LINE__, g, name, op, ins, outs, fwd, mask)
+
+/* tests/graph/views.json (an fx graph as the exporter writes it: views are
+ * aliases; see test_exec.c): the gradients of the views read dY only (no
+ * forward value); reshape/view and stochastic_depth give a view of dY
+ * (0 bytes, rooted at dY's root), the others (permute, transpose, expand,
+ * chunk, getitem) a new tensor.  chunk_backward reads the gradients of
+ * both chunks (ch0's is a sum_n: ch0 feeds two interpolations); c feeds
+ * the permute and the add, so its gradient is a sum as well. */
+static void test_views(void) {
+    mp_graph_t *fwd = NULL, *g = NULL;
+    if (!MP_CHECK_OK(mp_graph_load("graph/views.json", &fwd))) return;
+    mp_backward_stats_t st;
+    if ((g = backward(fwd, &st))) {
+        NSTEP(g, "bwd:gi", "getitem_backward", "grad:gi", "grad:ex", "gi", 1);
+        NSTEP(g, "bwd:ex", "expand_backward", "grad:ex", "grad:cls", "ex", 1);
+        NSTEP(g, "bwd:r2", "reshape_backward", "grad:r2", "grad:m2", "r2", 1);
+        NSTEP(g, "bwd:m2", "reduce_mean_backward", "grad:m2", "grad:i2", "m2", 1);
+        NSTEP(g, "bwd:i2", "interpolate_backward", "grad:i2", "grad:ch1", "i2", 1);
+        NSTEP(g, "sum:ch0", "sum_n", "grad:ch0@i3 grad:ch0@i1", "grad:ch0", NULL, 0);
+        NSTEP(g, "bwd:ch", "chunk_backward", "grad:ch0 grad:ch1", "grad:v2", "ch", 1);
+        NSTEP(g, "bwd:v2", "reshape_backward", "grad:v2", "grad:ct", "v2", 1);
+        NSTEP(g, "bwd:ct", "identity_backward", "grad:ct", "grad:tr", "ct", 1);
+        NSTEP(g, "bwd:tr", "transpose_backward", "grad:tr", "grad:v", "tr", 1);
+        NSTEP(g, "bwd:v", "reshape_backward", "grad:v", "grad:a", "v", 1);
+        NSTEP(g, "bwd:a", "add_backward", "grad:a", "grad:sd grad:c@a", "a", 3);
+        NSTEP(g, "bwd:sd", "stochastic_depth_backward", "grad:sd", "grad:q", "sd", 1);
+        NSTEP(g, "bwd:q", "permute_backward", "grad:q", "grad:ln", "q", 1);
+        NSTEP(g, "bwd:p", "permute_backward", "grad:p", "grad:c@p", "p", 1);
+        NSTEP(g, "sum:c", "sum_n", "grad:c@a grad:c@p", "grad:c", NULL, 0);
+        /* views of dY: no bytes, dY's root */
+        static const char *const views[][2] = {{"grad:m2", "grad:r2"}, {"grad:ct", "grad:v2"},
+                                               {"grad:a", "grad:v"}, {"grad:q", "grad:sd"}};
+        for (size_t i = 0; i < 4; i++) {
+            const mp_graph_tensor_t *t = mp_graph_tensor(g, tensor_named(g, views[i][0]));
+            MP_CHECK(t->bytes == 0 && t->root == tensor_named(g, views[i][1]));
+        }
+        static const char *const owned[] = {"grad:ex", "grad:cls", "grad:v2", "grad:v", "grad:ln", "grad:c@p"};
+        for (size_t i = 0; i < 6; i++) {
+            size_t id = tensor_named(g, owned[i]);
+            MP_CHECK(mp_graph_tensor(g, id)->bytes > 0 && mp_graph_tensor(g, id)->root == id);
+        }
+        OUTPUTS(g, "loss grad:W grad:lnw grad:lnb grad:cls grad:Wl grad:bl");
+        validate(g);
+        mp_graph_free(g);
+    }
+    mp_graph_free(fwd);
+}
+
 static void test_corpus(void) {
     DIR *d = opendir("../bench/corpus/inference");
     if (!MP_CHECK(d)) return;
@@ -548,6 +610,7 @@ int main(void) {
     test_trap();
     test_param_view();
     test_refuse();
+    test_views();
     test_corpus();
     return mp_test_finish("test_backward");
 }

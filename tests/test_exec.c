@@ -619,6 +619,23 @@ static void test_refusals(const mp_graph_t *g, const mp_graph_t *other) {
     mp_graph_free(u);
 }
 
+/* tests/graph/views.json: an fx-style graph as the exporter writes it
+ * (views are aliases, arguments in args/kwargs) with every view op and
+ * interpolate mode: conv -> Tensor.permute (strided alias) -> layernorm ->
+ * torch.permute -> stochastic_depth -> add (in place over a strided view
+ * when the plan allows) -> view -> transpose -> contiguous -> view ->
+ * chunk(2, dim=1) (strided halves) -> interpolate bilinear / nearest
+ * (scale_factor 2) / bilinear align_corners -> mean over dims (keepdim
+ * and not) -> reshape; a parameter through expand and getitem
+ * [:, 0]; linear.  Planned runs must match the naive run bit for bit and
+ * the parameter gradients (through every view's backward) must match
+ * finite differences. */
+static mp_graph_t *load_views(void) {
+    mp_graph_t *g = NULL;
+    MP_CHECK_OK(mp_graph_load("graph/views.json", &g));
+    return g;
+}
+
 /* The registry's "executable" flag is exactly "the executor has a kernel". */
 static void test_registry(void) {
     size_t n = mp_op_count(), with = 0;
@@ -688,6 +705,7 @@ int main(void) {
     MP_CHECK_EQ_U64(shared - before, N_SHARING);
     mp_graph_free(prove(build_no_loss(0), "add_loss mean", 4, &shared, 1));
     mp_graph_free(prove(build_no_loss(1), "add_loss softmax_xent", 4, &shared, 1));
+    mp_graph_free(prove(load_views(), "views", 8, &shared, 1));
     if (res && lstm) {
         test_reordered(res, "resnet reordered");
         test_reordered(lstm, "lstm reordered");
@@ -704,6 +722,8 @@ int main(void) {
     {
         test_corpus("resnet18");
         test_corpus("mobilenet_v2");
+        test_corpus("shufflenet_v2_x1_0");   /* view, transpose, chunk, mean over dims */
+        test_corpus("efficientnet_b0");      /* stochastic_depth */
     }
     return mp_test_finish("exec");
 }

@@ -37,6 +37,13 @@ static const want_op forward_ops[] = {
     {"maxpool2d", 0, 0, IN | OUT}, {"avgpool2d", 0, 0, 0}, {"adaptive_avgpool2d", 0, 0, 0},
     {"flatten", 0, 1, 0},      {"concat", 0, 0, 0},        {"softmax", 0, 0, OUT},
     {"softmax_xent", 0, 0, IN}, {"mean", 0, 0, 0},
+    /* the fx exporter's views (outputs are aliases in its graphs; their
+     * gradients read no forward value; view 1 only where the layout is
+     * kept, so nothing is written in place over a permuted alias),
+     * interpolate and the mean over dims */
+    {"reshape", 0, 1, 0},      {"permute", 0, 0, 0},       {"transpose", 0, 0, 0},
+    {"expand", 0, 0, 0},       {"chunk", 0, 0, 0},         {"getitem", 0, 0, 0},
+    {"stochastic_depth", 0, 1, 0}, {"interpolate", 0, 0, 0}, {"reduce_mean", 0, 0, 0},
 };
 #define N_FORWARD (sizeof forward_ops / sizeof forward_ops[0])
 
@@ -52,7 +59,7 @@ static bool in_list(const char *s, const char *const *list, size_t n) {
 }
 
 static void test_table(void) {
-    /* 26 forward ops, 26 gradient ops, sum_n, ones, generic_backward */
+    /* 35 forward ops, 35 gradient ops, sum_n, ones, generic_backward */
     MP_CHECK_EQ_U64(mp_op_count(), 2 * N_FORWARD + 3);
     MP_CHECK(mp_op_at(mp_op_count()) == NULL);
     for (size_t i = 0; i < N_FORWARD; i++) {
@@ -68,7 +75,9 @@ static void test_table(void) {
         ok &= MP_CHECK(!strcmp(b->name, bw) && b->known && !b->differentiable && b->executable);
         ok &= MP_CHECK(b->backward == NULL && b->grad_needs == 0);
         ok &= MP_CHECK(b->inplace == in_list(bw, inplace_backward, 9));
-        ok &= MP_CHECK(b->view == !strcmp(bw, "flatten_backward"));
+        /* gradients that are dY reshaped: views of dY */
+        ok &= MP_CHECK(b->view == (!strcmp(bw, "flatten_backward") || !strcmp(bw, "reshape_backward") ||
+                                   !strcmp(bw, "stochastic_depth_backward")));
         if (!ok) fprintf(stderr, "  op %s\n", w->name);
     }
     const mp_op_info_t *o = mp_op_info("sum_n");
@@ -111,6 +120,13 @@ static const char *const spellings[][2] = {
     {"F.tanh", "tanh"}, {"Tensor.tanh", "tanh"}, {"F.hardswish", "hardswish"},
     {"F.hardsigmoid", "hardsigmoid"}, {"Tensor.matmul", "matmul"}, {"torch.softmax", "softmax"},
     {"Tensor.softmax", "softmax"},
+    /* the fx exporter's shape ops (the corpus inference graphs) */
+    {"Tensor.view", "reshape"}, {"Tensor.reshape", "reshape"}, {"torch.reshape", "reshape"},
+    {"Tensor.permute", "permute"}, {"torch.permute", "permute"}, {"torch.transpose", "transpose"},
+    {"Tensor.transpose", "transpose"}, {"Tensor.expand", "expand"}, {"Tensor.chunk", "chunk"},
+    {"torch.chunk", "chunk"}, {"operator.getitem", "getitem"},
+    {"torchvision.ops.stochastic_depth.stochastic_depth", "stochastic_depth"},
+    {"F.interpolate", "interpolate"}, {"Tensor.mean", "reduce_mean"}, {"torch.mean", "reduce_mean"},
 };
 
 static void test_spellings(void) {
@@ -122,7 +138,7 @@ static void test_spellings(void) {
         MP_CHECK(o == mp_op_info(spellings[i][1]));
     }
     /* unknown ops, near misses included: the conservative entry */
-    const char *unknown[] = {"nn.MultiheadAttention", "torchvision.ops.stochastic_depth.stochastic_depth",
+    const char *unknown[] = {"nn.MultiheadAttention", "torchvision.models.swin_transformer.shifted_window_attention",
                              "nn.relu", "Relu", "relu ", "", "aten::convolution", "zzz", "AAA",
                              "generic_backward_", "sum_n2"};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {

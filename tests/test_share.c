@@ -277,6 +277,36 @@ static void test_views(void) {
     }
 }
 
+/* A chain of views: relu over stochastic_depth(permute(a)) must not write in
+ * place -- the layout-keeping view at the end does not undo the permute --
+ * while relu over stochastic_depth(flatten(a)) may (4x4 float32 = 64 B). */
+static void test_view_chain(void) {
+    const char *fmt =
+        HEAD T(0, "x", "[16]", 64, "input") "," T(1, "a", "[4,4]", 64, "activation") ","
+        "{\"id\":2,\"name\":\"p\",\"shape\":[%s],\"dtype\":\"float32\",\"bytes\":0,"
+        "\"kind\":\"activation\",\"alias_of\":1},"
+        "{\"id\":3,\"name\":\"d\",\"shape\":[%s],\"dtype\":\"float32\",\"bytes\":0,"
+        "\"kind\":\"activation\",\"alias_of\":1},"
+        T(4, "z", "[%s]", 64, "output") "],\"nodes\":["
+        N(0, "gen", "[0]", "[1]") ",{\"id\":1,\"name\":\"v\",\"op\":\"%s\",\"inputs\":[1],"
+        "\"outputs\":[2]},{\"id\":2,\"name\":\"sd\",\"op\":"
+        "\"torchvision.ops.stochastic_depth.stochastic_depth\",\"inputs\":[2],\"outputs\":[3]},"
+        N(3, "relu", "[3]", "[4]") "],\"order\":[0,1,2,3],\"outputs\":[4],\"loss\":null}";
+    for (int k = 0; k < 2; k++) {
+        char json[2048];
+        const char *shape = k ? "4,4" : "16";
+        snprintf(json, sizeof json, fmt, "chain", shape, shape, shape,
+                 k ? "Tensor.permute" : "torch.flatten");
+        mp_graph_t *g = mp_test_graph_parse(json);
+        if (!g) continue;
+        mp_graph_plan_t p;
+        MP_CHECK_EQ_U64(mp_test_share(g, 1, 1, MP_PARALLEL_ANY, 0, &p), k ? 192 : 128);
+        MP_CHECK_EQ_U64(p.inplace_of[4], k ? NONE : 3);
+        mp_graph_plan_free(&p);
+        mp_graph_free(g);
+    }
+}
+
 /* The library's verdicts equal the oracle's. */
 static bool agree(const mp_graph_t *g, const mp_graph_oracle_t *o, const mp_graph_plan_t *p, bool *par_ok) {
     bool seq, par;
@@ -454,6 +484,7 @@ int main(void) {
     test_best_fit();
     test_outputs();
     test_views();
+    test_view_chain();
     test_small_files();
     test_built();
     test_random();

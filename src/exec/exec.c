@@ -10,6 +10,9 @@
  * tensor overwrite shows up in the outputs.  Before each node the executor
  * also checks that no output it writes overlaps an input it reads, except
  * an in-place output exactly over input 0 of an op whose kernel allows it.
+ * Aliases lie in their roots where their view ops put them (exec_views.c);
+ * a strided one is gathered into a contiguous copy right before a node
+ * reads it.
  *
  * Initial values: inputs and parameters come from opts->init or from
  * splitmix64 of (seed, tensor id), uniform in [-1, 1), weights (rank >= 2)
@@ -28,9 +31,10 @@
 /* ---- the op table -------------------------------------------------------- */
 
 const mp__exec_op *mp__exec_find(const char *name) {
-    const mp__exec_op *(*tables[3])(size_t *) = {mp__exec_ops_main, mp__exec_ops_shape,
-                                                 mp__exec_ops_grad};
-    for (size_t t = 0; t < 3; t++) {
+    const mp__exec_op *(*tables[5])(size_t *) = {mp__exec_ops_main, mp__exec_ops_shape,
+                                                 mp__exec_ops_grad, mp__exec_ops_view,
+                                                 mp__exec_ops_resize};
+    for (size_t t = 0; t < 5; t++) {
         size_t n;
         const mp__exec_op *ops = tables[t](&n);
         for (size_t i = 0; i < n; i++)
@@ -145,6 +149,7 @@ static void run_free(run *r) {
     free(r->own);
     free(r->arena);
     free(r->x.addr);
+    free(r->x.view);
     free(r->kern);
     free(r->attrs);
     free(r->span);
@@ -194,7 +199,8 @@ static mp_status layout(run *r) {
     r->span = calloc(n ? n : 1, sizeof *r->span);
     r->kern = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->kern);
     r->attrs = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->attrs);
-    if (!r->x.addr || !r->own || !r->span || !r->kern || !r->attrs) return MP__NOMEM();
+    r->x.view = calloc(n ? n : 1, sizeof *r->x.view);
+    if (!r->x.addr || !r->own || !r->span || !r->kern || !r->attrs || !r->x.view) return MP__NOMEM();
     r->x.attrs = r->attrs;
     if (r->plan && r->plan->footprint) {
         if (!(r->arena = alloc_aligned(r->plan->footprint))) return MP__NOMEM();
@@ -213,15 +219,8 @@ static mp_status layout(run *r) {
             r->x.addr[t] = r->own[t];
         }
     }
-    for (size_t t = 0; t < n; t++) {
-        const mp_graph_tensor_t *T = &g->tensor[t];
-        if (T->root == t) continue;
-        r->x.addr[t] = r->x.addr[T->root];
-        if (r->span[t] > r->span[T->root])
-            return mp__err(MP_EINVAL, "exec: alias %zu '%s' covers more bytes than its root %zu '%s'",
-                           t, T->name, T->root, g->tensor[T->root].name);
-    }
-    return MP_OK;
+    /* aliases: where their views lie in their roots */
+    return mp__exec_views_layout(&r->x, r->span);
 }
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -325,6 +324,39 @@ static mp_status prepare_node(run *r, size_t v) {
     return MP_OK;
 }
 
+/* Runs node v; a strided input is read through a contiguous copy gathered
+ * from its root right now (kernels take contiguous operands). */
+static mp_status run_node(run *r, size_t v) {
+    const mp_graph_node_t *nd = &r->x.g->node[v];
+    size_t n_copy = 0;
+    for (size_t i = 0; i < nd->n_inputs; i++) n_copy += r->x.view[nd->inputs[i]].strided != 0;
+    if (!n_copy) return r->kern[v]->run(&r->x, v, nd, &r->attrs[v]);
+    size_t *who = calloc(nd->n_inputs, sizeof *who);
+    char **saved = calloc(nd->n_inputs, sizeof *saved);
+    float **copy = calloc(nd->n_inputs, sizeof *copy);
+    mp_status s = (!who || !saved || !copy) ? MP__NOMEM() : MP_OK;
+    size_t k = 0;
+    for (size_t i = 0; s == MP_OK && i < nd->n_inputs; i++) {
+        size_t t = nd->inputs[i];
+        int dup = 0;
+        for (size_t j = 0; j < k; j++) dup |= who[j] == t;
+        if (!r->x.view[t].strided || dup) continue;
+        if ((s = mp__exec_unview(&r->x, t, &copy[k])) != MP_OK) break;
+        who[k] = t;
+        saved[k] = r->x.addr[t];
+        r->x.addr[t] = (char *)copy[k++];
+    }
+    if (s == MP_OK) s = r->kern[v]->run(&r->x, v, nd, &r->attrs[v]);
+    for (size_t j = 0; j < k; j++) {
+        r->x.addr[who[j]] = saved[j];
+        free(copy[j]);
+    }
+    free(who);
+    free(saved);
+    free(copy);
+    return s;
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -342,9 +374,18 @@ static mp_status copy_outputs(const run *r, mp_exec_result_t *out) {
     for (size_t k = 0; k < g->n_outputs; k++) {
         size_t t = g->outputs[k];
         if (out->data[t]) continue;
-        if (!(out->data[t] = malloc(r->span[t] ? r->span[t] : 1))) return MP__NOMEM();
-        memcpy(out->data[t], r->x.addr[t], r->span[t]);
-        out->bytes[t] = r->span[t];
+        const mp_graph_tensor_t *T = &g->tensor[t];
+        uint64_t bytes = T->numel * T->dtype_size;
+        if (r->x.view[t].strided) {   /* a strided alias: its elements in order */
+            float *f;
+            mp_status s = mp__exec_unview(&r->x, t, &f);
+            if (s != MP_OK) return s;
+            out->data[t] = f;
+        } else {
+            if (!(out->data[t] = malloc(bytes ? bytes : 1))) return MP__NOMEM();
+            memcpy(out->data[t], r->x.addr[t], bytes);
+        }
+        out->bytes[t] = bytes;
     }
     return MP_OK;
 }
@@ -371,7 +412,7 @@ mp_status mp_exec_run(const mp_graph_t *g, const mp_exec_opts_t *opts, mp_exec_r
     for (size_t step = 0; step < g->n_nodes; step++) {
         size_t v = g->order[step];
         if ((s = prepare_node(&r, v)) != MP_OK) goto fail;
-        if ((s = r.kern[v]->run(&r.x, v, &g->node[v], &r.attrs[v])) != MP_OK) goto fail;
+        if ((s = run_node(&r, v)) != MP_OK) goto fail;
     }
     out->seconds = now() - t0;
     if ((s = copy_outputs(&r, out)) != MP_OK) goto fail;

@@ -3,7 +3,9 @@
  *
  * exec.c lays the tensors out (arena or own allocations), initialises and
  * poisons them and runs the nodes; exec_ops.c binds the forward ops and
- * exec_grad.c the gradient ops to the kernels of kernels.h.  A binding
+ * exec_grad.c the gradient ops to the kernels of kernels.h; exec_views.c
+ * places aliases in their roots (strided views) and binds the view ops,
+ * exec_resize.c interpolate and the mean over dims.  A binding
  * reads a node's tensors and attributes, checks every shape the kernel will
  * index by (a graph may come from a file), and calls the kernel. */
 #ifndef MP_EXEC_INTERNAL_H
@@ -13,11 +15,24 @@
 
 #include "../graph/graph_internal.h"
 
+/* Where a tensor's elements lie in its root's memory: element (i0, i1, ...)
+ * is root[offset + i0 st[0] + i1 st[1] + ...] (in elements).  strided is 0
+ * when that is the contiguous layout of the tensor's shape (then the
+ * tensor is simply at root + offset). */
+typedef struct mp__view {
+    int64_t offset;
+    int64_t st[MP_MAX_RANK];
+    int strided;
+} mp__view;
+
 /* The state of one run. */
 typedef struct mp__exec {
     const mp_graph_t *g;
-    char **addr;                /* per tensor: its memory (an alias: its root's) */
+    char **addr;                /* per tensor: its memory (an alias: within its
+                                   root's; a strided alias: its first element,
+                                   or a contiguous copy while a node reads it) */
     const mp_op_attrs_t *attrs; /* per node: mp_graph_node_attrs */
+    mp__view *view;             /* per tensor (exec_views.c) */
 } mp__exec;
 
 /* Runs node id (nd = its node, a = its attributes). */
@@ -35,6 +50,24 @@ typedef struct mp__exec_op {
 const mp__exec_op *mp__exec_ops_main(size_t *n);
 const mp__exec_op *mp__exec_ops_shape(size_t *n);
 const mp__exec_op *mp__exec_ops_grad(size_t *n);
+const mp__exec_op *mp__exec_ops_view(size_t *n);     /* exec_views.c */
+const mp__exec_op *mp__exec_ops_resize(size_t *n);   /* exec_resize.c */
+
+/* (exec_views.c) Fills x->view for every tensor, in the graph's order: a
+ * root is contiguous at offset 0; an alias made by a view op (reshape,
+ * permute, transpose, expand, chunk, getitem, ...) gets its place in the
+ * root from the op's arguments; any other alias takes input 0's place.
+ * Sets addr[t] and span[t] of aliases to the bytes they cover; MP_EINVAL
+ * when a view does not fit its root or its op's arguments. */
+mp_status mp__exec_views_layout(mp__exec *x, uint64_t *span);
+
+/* (exec_views.c) A contiguous copy of strided tensor t, read from its
+ * root's memory now (free() it); MP_ENOMEM. */
+mp_status mp__exec_unview(const mp__exec *x, size_t t, float **out);
+
+/* (exec_views.c) The raw JSON argument of node id: kwargs[kw] when
+ * present (kw may be NULL), else args[pos]; NULL when neither. */
+const struct json_t *mp__exec_arg(const mp__exec *x, size_t id, size_t pos, const char *kw);
 
 /* The entry for a canonical op name, NULL if there is no kernel. */
 const mp__exec_op *mp__exec_find(const char *name);

@@ -185,4 +185,40 @@ void mp__k_concat(const float *const *x, const uint64_t *len, size_t k, float *y
 void mp__k_split(const float *y, float *const *x, const uint64_t *len, size_t k, uint64_t outer,
                  uint64_t inner);
 
+/* ---- strided views, resizing, reductions (kernels_view.c) --------------- */
+
+/* y (contiguous, shape s) = the strided view of base: element (i0, i1, ...)
+ * is base[offset + i0 st[0] + i1 st[1] + ...] (strides in elements, >= 0). */
+void mp__k_gather(const float *base, int64_t offset, const int64_t *st, const mp__kshape *s,
+                  float *y);
+
+/* The adjoint: acc[offset + i0 st[0] + ...] += dy(i0, i1, ...), in
+ * increasing index of dy (acc in double, so sums do not depend on order
+ * of the views scattered). */
+void mp__k_scatter_add(const float *dy, const mp__kshape *s, int64_t offset, const int64_t *st,
+                       double *acc);
+
+/* F.interpolate of x[n, c, h, w] to y[n, c, oh, ow]: mode 0 nearest
+ * (src = min(floor(dst scale), in - 1)), 1 bilinear (align_corners, or
+ * PyTorch's half-pixel centres clamped at 0).  scale_h/scale_w are the
+ * source steps per output pixel for nearest and bilinear without
+ * align_corners (in / out, or 1 / scale_factor); <= 0 means in / out. */
+typedef struct mp__interp {
+    uint64_t n, c, h, w, oh, ow;
+    int mode;                    /* 0 nearest, 1 bilinear */
+    int align_corners;
+    double scale_h, scale_w;
+} mp__interp;
+
+void mp__k_interp(const mp__interp *p, const float *x, float *y);
+/* dx (zeroed here) gets each dy times its weights, summed in double in
+ * output order.  MP_ENOMEM. */
+mp_status mp__k_interp_backward(const mp__interp *p, const float *dy, float *dx);
+
+/* Mean of x (shape s) over the dimensions whose bit is set in dims, into y
+ * (the kept dimensions in order), summed in double in index order.
+ * MP_ENOMEM.  Its gradient: dx = dy (broadcast back) / count. */
+mp_status mp__k_reduce_mean(const float *x, const mp__kshape *s, uint64_t dims, float *y);
+void mp__k_reduce_mean_backward(const float *dy, const mp__kshape *s, uint64_t dims, float *dx);
+
 #endif /* MP_EXEC_KERNELS_H */

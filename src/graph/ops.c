@@ -18,6 +18,8 @@ enum {
     OP_DROPOUT, OP_IDENTITY, OP_ADD, OP_SUB, OP_MUL, OP_LINEAR, OP_MATMUL, OP_CONV2D,
     OP_BATCHNORM2D, OP_LAYERNORM, OP_MAXPOOL2D, OP_AVGPOOL2D, OP_ADAPTIVE_AVGPOOL2D,
     OP_FLATTEN, OP_CONCAT, OP_SOFTMAX, OP_SOFTMAX_XENT, OP_MEAN,
+    OP_RESHAPE, OP_PERMUTE, OP_TRANSPOSE, OP_EXPAND, OP_CHUNK, OP_GETITEM, OP_STOCHASTIC_DEPTH,
+    OP_INTERPOLATE, OP_REDUCE_MEAN,
     OP_RELU_BACKWARD, OP_SIGMOID_BACKWARD, OP_TANH_BACKWARD, OP_RELU6_BACKWARD,
     OP_SILU_BACKWARD, OP_HARDSWISH_BACKWARD, OP_HARDSIGMOID_BACKWARD, OP_GELU_BACKWARD,
     OP_DROPOUT_BACKWARD, OP_IDENTITY_BACKWARD, OP_ADD_BACKWARD, OP_SUB_BACKWARD,
@@ -25,6 +27,9 @@ enum {
     OP_BATCHNORM2D_BACKWARD, OP_LAYERNORM_BACKWARD, OP_MAXPOOL2D_BACKWARD,
     OP_AVGPOOL2D_BACKWARD, OP_ADAPTIVE_AVGPOOL2D_BACKWARD, OP_FLATTEN_BACKWARD,
     OP_CONCAT_BACKWARD, OP_SOFTMAX_BACKWARD, OP_SOFTMAX_XENT_BACKWARD, OP_MEAN_BACKWARD,
+    OP_RESHAPE_BACKWARD, OP_PERMUTE_BACKWARD, OP_TRANSPOSE_BACKWARD, OP_EXPAND_BACKWARD,
+    OP_CHUNK_BACKWARD, OP_GETITEM_BACKWARD, OP_STOCHASTIC_DEPTH_BACKWARD,
+    OP_INTERPOLATE_BACKWARD, OP_REDUCE_MEAN_BACKWARD,
     OP_SUM_N, OP_ONES, OP_GENERIC_BACKWARD,
     OP_COUNT
 };
@@ -72,6 +77,27 @@ static const mp_op_info_t OPS[OP_COUNT] = {
     /* The loss add_loss uses for outputs that are not [N, K] logits: the
      * mean of every element; its gradient needs only x's shape. */
     [OP_MEAN] = FWD("mean", 0, 0, 0),
+    /* The exporter's views (their outputs are aliases of input 0 in the fx
+     * graphs; alias_of says so, whatever the flag): the gradient reads no
+     * forward value, only shapes and the call's arguments.  view is 1 only
+     * for those that keep the layout (reshape; stochastic_depth, the
+     * identity of eval mode like dropout, which the exporter makes an
+     * alias): an op may then write its output over the root in place.
+     * Over a permuted, expanded, chunked or indexed view it may not: a
+     * strided kernel would read elements it has already overwritten.
+     * mp_graph_builder_op gives those outputs their own bytes (a copy).
+     * chunk has one output per chunk; getitem is tensor indexing. */
+    [OP_RESHAPE] = FWD("reshape", 0, 1, 0),
+    [OP_PERMUTE] = FWD("permute", 0, 0, 0),
+    [OP_TRANSPOSE] = FWD("transpose", 0, 0, 0),
+    [OP_EXPAND] = FWD("expand", 0, 0, 0),
+    [OP_CHUNK] = FWD("chunk", 0, 0, 0),
+    [OP_GETITEM] = FWD("getitem", 0, 0, 0),
+    [OP_STOCHASTIC_DEPTH] = FWD("stochastic_depth", 0, 1, 0),
+    /* F.interpolate (nearest, bilinear): the gradient needs only shapes. */
+    [OP_INTERPOLATE] = FWD("interpolate", 0, 0, 0),
+    /* Tensor.mean over given dims (all when none); keepdim. */
+    [OP_REDUCE_MEAN] = FWD("reduce_mean", 0, 0, 0),
 
     /* Elementwise gradients have dY's shape and may overwrite dY. */
     [OP_RELU_BACKWARD] = BWD("relu", 1, 0),
@@ -101,6 +127,18 @@ static const mp_op_info_t OPS[OP_COUNT] = {
     [OP_SOFTMAX_BACKWARD] = BWD("softmax", 0, 0),
     [OP_SOFTMAX_XENT_BACKWARD] = BWD("softmax_xent", 0, 0),
     [OP_MEAN_BACKWARD] = BWD("mean", 0, 0),
+    /* Shape-only views: the gradient is dY reshaped, a view of dY.  The
+     * others move or sum elements: a new tensor (permute back, the sum over
+     * expanded dims, the chunks joined, zeros with dY scattered in). */
+    [OP_RESHAPE_BACKWARD] = BWD("reshape", 0, 1),
+    [OP_PERMUTE_BACKWARD] = BWD("permute", 0, 0),
+    [OP_TRANSPOSE_BACKWARD] = BWD("transpose", 0, 0),
+    [OP_EXPAND_BACKWARD] = BWD("expand", 0, 0),
+    [OP_CHUNK_BACKWARD] = BWD("chunk", 0, 0),
+    [OP_GETITEM_BACKWARD] = BWD("getitem", 0, 0),
+    [OP_STOCHASTIC_DEPTH_BACKWARD] = BWD("stochastic_depth", 0, 1),
+    [OP_INTERPOLATE_BACKWARD] = BWD("interpolate", 0, 0),
+    [OP_REDUCE_MEAN_BACKWARD] = BWD("reduce_mean", 0, 0),
 
     /* Gradient aggregation: sums into input 0. */
     [OP_SUM_N] = {"sum_n", 1, 1, 0, 0, 0, NULL, 1},
@@ -134,6 +172,7 @@ static const spelling SPELLINGS[] = {
     {"F.gelu", OP_GELU},
     {"F.hardsigmoid", OP_HARDSIGMOID},
     {"F.hardswish", OP_HARDSWISH},
+    {"F.interpolate", OP_INTERPOLATE},
     {"F.layer_norm", OP_LAYERNORM},
     {"F.linear", OP_LINEAR},
     {"F.max_pool2d", OP_MAXPOOL2D},
@@ -144,13 +183,20 @@ static const spelling SPELLINGS[] = {
     {"F.softmax", OP_SOFTMAX},
     {"F.tanh", OP_TANH},
     {"Tensor.add", OP_ADD},
+    {"Tensor.chunk", OP_CHUNK},
     {"Tensor.contiguous", OP_IDENTITY},
+    {"Tensor.expand", OP_EXPAND},
     {"Tensor.flatten", OP_FLATTEN},
     {"Tensor.matmul", OP_MATMUL},
+    {"Tensor.mean", OP_REDUCE_MEAN},
+    {"Tensor.permute", OP_PERMUTE},
     {"Tensor.relu", OP_RELU},
+    {"Tensor.reshape", OP_RESHAPE},
     {"Tensor.sigmoid", OP_SIGMOID},
     {"Tensor.softmax", OP_SOFTMAX},
     {"Tensor.tanh", OP_TANH},
+    {"Tensor.transpose", OP_TRANSPOSE},
+    {"Tensor.view", OP_RESHAPE},
     {"adaptive_avgpool2d", OP_ADAPTIVE_AVGPOOL2D},
     {"adaptive_avgpool2d_backward", OP_ADAPTIVE_AVGPOOL2D_BACKWARD},
     {"add", OP_ADD},
@@ -165,23 +211,31 @@ static const spelling SPELLINGS[] = {
     {"avgpool2d_backward", OP_AVGPOOL2D_BACKWARD},
     {"batchnorm2d", OP_BATCHNORM2D},
     {"batchnorm2d_backward", OP_BATCHNORM2D_BACKWARD},
+    {"chunk", OP_CHUNK},
+    {"chunk_backward", OP_CHUNK_BACKWARD},
     {"concat", OP_CONCAT},
     {"concat_backward", OP_CONCAT_BACKWARD},
     {"conv2d", OP_CONV2D},
     {"conv2d_backward", OP_CONV2D_BACKWARD},
     {"dropout", OP_DROPOUT},
     {"dropout_backward", OP_DROPOUT_BACKWARD},
+    {"expand", OP_EXPAND},
+    {"expand_backward", OP_EXPAND_BACKWARD},
     {"flatten", OP_FLATTEN},
     {"flatten_backward", OP_FLATTEN_BACKWARD},
     {"gelu", OP_GELU},
     {"gelu_backward", OP_GELU_BACKWARD},
     {"generic_backward", OP_GENERIC_BACKWARD},
+    {"getitem", OP_GETITEM},
+    {"getitem_backward", OP_GETITEM_BACKWARD},
     {"hardsigmoid", OP_HARDSIGMOID},
     {"hardsigmoid_backward", OP_HARDSIGMOID_BACKWARD},
     {"hardswish", OP_HARDSWISH},
     {"hardswish_backward", OP_HARDSWISH_BACKWARD},
     {"identity", OP_IDENTITY},
     {"identity_backward", OP_IDENTITY_BACKWARD},
+    {"interpolate", OP_INTERPOLATE},
+    {"interpolate_backward", OP_INTERPOLATE_BACKWARD},
     {"layernorm", OP_LAYERNORM},
     {"layernorm_backward", OP_LAYERNORM_BACKWARD},
     {"linear", OP_LINEAR},
@@ -215,13 +269,20 @@ static const spelling SPELLINGS[] = {
     {"nn.Tanh", OP_TANH},
     {"ones", OP_ONES},
     {"operator.add", OP_ADD},
+    {"operator.getitem", OP_GETITEM},
     {"operator.matmul", OP_MATMUL},
     {"operator.mul", OP_MUL},
     {"operator.sub", OP_SUB},
+    {"permute", OP_PERMUTE},
+    {"permute_backward", OP_PERMUTE_BACKWARD},
+    {"reduce_mean", OP_REDUCE_MEAN},
+    {"reduce_mean_backward", OP_REDUCE_MEAN_BACKWARD},
     {"relu", OP_RELU},
     {"relu6", OP_RELU6},
     {"relu6_backward", OP_RELU6_BACKWARD},
     {"relu_backward", OP_RELU_BACKWARD},
+    {"reshape", OP_RESHAPE},
+    {"reshape_backward", OP_RESHAPE_BACKWARD},
     {"sigmoid", OP_SIGMOID},
     {"sigmoid_backward", OP_SIGMOID_BACKWARD},
     {"silu", OP_SILU},
@@ -230,6 +291,8 @@ static const spelling SPELLINGS[] = {
     {"softmax_backward", OP_SOFTMAX_BACKWARD},
     {"softmax_xent", OP_SOFTMAX_XENT},
     {"softmax_xent_backward", OP_SOFTMAX_XENT_BACKWARD},
+    {"stochastic_depth", OP_STOCHASTIC_DEPTH},
+    {"stochastic_depth_backward", OP_STOCHASTIC_DEPTH_BACKWARD},
     {"sub", OP_SUB},
     {"sub_backward", OP_SUB_BACKWARD},
     {"sum_n", OP_SUM_N},
@@ -239,13 +302,21 @@ static const spelling SPELLINGS[] = {
     {"torch.avg_pool2d", OP_AVGPOOL2D},
     {"torch.bmm", OP_MATMUL},
     {"torch.cat", OP_CONCAT},
+    {"torch.chunk", OP_CHUNK},
     {"torch.flatten", OP_FLATTEN},
     {"torch.matmul", OP_MATMUL},
+    {"torch.mean", OP_REDUCE_MEAN},
     {"torch.mul", OP_MUL},
+    {"torch.permute", OP_PERMUTE},
     {"torch.relu", OP_RELU},
+    {"torch.reshape", OP_RESHAPE},
     {"torch.sigmoid", OP_SIGMOID},
     {"torch.softmax", OP_SOFTMAX},
     {"torch.tanh", OP_TANH},
+    {"torch.transpose", OP_TRANSPOSE},
+    {"torchvision.ops.stochastic_depth.stochastic_depth", OP_STOCHASTIC_DEPTH},
+    {"transpose", OP_TRANSPOSE},
+    {"transpose_backward", OP_TRANSPOSE_BACKWARD},
 };
 
 static int cmp_spelling(const void *key, const void *elem) {

@@ -383,7 +383,7 @@ enum { R_SAME, R_BCAST, R_LINEAR, R_MATMUL, R_CONV, R_BN, R_LN, R_MAXPOOL, R_AVG
 static const shape_rule RULES[] = {
     {"relu", R_SAME}, {"sigmoid", R_SAME}, {"tanh", R_SAME}, {"relu6", R_SAME},
     {"silu", R_SAME}, {"hardswish", R_SAME}, {"hardsigmoid", R_SAME}, {"gelu", R_SAME},
-    {"dropout", R_SAME}, {"identity", R_SAME}, {"softmax", R_SAME},
+    {"dropout", R_SAME}, {"identity", R_SAME}, {"softmax", R_SAME}, {"stochastic_depth", R_SAME},
     {"add", R_BCAST}, {"sub", R_BCAST}, {"mul", R_BCAST},
     {"linear", R_LINEAR}, {"matmul", R_MATMUL}, {"conv2d", R_CONV},
     {"batchnorm2d", R_BN}, {"layernorm", R_LN}, {"maxpool2d", R_MAXPOOL},

@@ -11,7 +11,7 @@
  *      (registry or the file's inplace_capable), the sizes and dtypes agree,
  *      this node is the last pending reader (counter 1), the storage is not
  *      protected, input 0 has the root's layout (the root itself, or a
- *      registry view such as flatten -- a transposed view would be read in
+ *      chain of registry views such as flatten -- a transposed view would be read in
  *      another element order than it is written), and no other input is a
  *      different view of the same memory.
  *   2. The other outputs take the best fit from the free box (smallest
@@ -138,6 +138,23 @@ found:
     return (size_t)k2;
 }
 
+/* Does alias x lay its elements out as its root does?  Every producer
+ * along the chain back to the root must be a registry view op (reshape,
+ * flatten, ...): one permute or transpose anywhere makes an elementwise
+ * write over x scramble the root.  O(length of the chain). */
+static bool keeps_layout(const mp_graph_t *g, size_t x) {
+    size_t r = g->tensor[x].root;
+    for (size_t hops = 0; x != r; hops++) {
+        size_t px = g->tensor[x].producer;
+        if (hops > g->n_nodes || px == MP_GRAPH_NONE || !mp_op_info(g->node[px].op)->view ||
+            !g->node[px].n_inputs)
+            return false;
+        x = g->node[px].inputs[0];
+        if (g->tensor[x].root != r) return false;
+    }
+    return true;
+}
+
 /* Storage node v may write output 0 over (step 1 above), or MP_GRAPH_NONE. */
 static size_t inplace_target(const ctx *c, size_t v) {
     const mp_graph_t *g = c->g;
@@ -151,8 +168,7 @@ static size_t inplace_target(const ctx *c, size_t v) {
         return MP_GRAPH_NONE;
     const mp_graph_tensor_t *ty = &g->tensor[y], *tr = &g->tensor[r];
     if (ty->bytes != tr->bytes || strcmp(ty->dtype, tr->dtype)) return MP_GRAPH_NONE;
-    size_t px = g->tensor[x].producer;
-    if (x != r && (px == MP_GRAPH_NONE || !mp_op_info(g->node[px].op)->view)) return MP_GRAPH_NONE;
+    if (!keeps_layout(g, x)) return MP_GRAPH_NONE;
     for (size_t i = 1; i < nd->n_inputs; i++)
         if (nd->inputs[i] != x && g->tensor[nd->inputs[i]].root == r) return MP_GRAPH_NONE;
     return safe(c, s, v, v) ? s : MP_GRAPH_NONE;
