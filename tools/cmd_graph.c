@@ -123,6 +123,7 @@ static int parse(int argc, char **argv, opts *o) {
 
 /* What happened before planning, for the report. */
 typedef struct prep {
+    size_t checked, unchecked;  /* nodes whose shapes the registry checked */
     bool trained;
     mp_backward_stats_t bw;
     bool searched;
@@ -202,6 +203,7 @@ static void print_json(const opts *o, const mp_graph_t *g, const mp_graph_stats_
     cli_json_string(o->path);
     printf(",\"model\":");
     cli_json_string(mp_graph_model_name(g));
+    printf(",\"shapes_checked\":%zu,\"shapes_unchecked\":%zu", p->checked, p->unchecked);
     printf(",\"train\":%s", p->trained ? "true" : "false");
     if (p->trained)
         printf(",\"backward\":{\"forward_nodes\":%zu,\"backward_nodes\":%zu,\"aggregations\":%zu,"
@@ -245,6 +247,8 @@ static void print_text(const opts *o, const mp_graph_t *g, const mp_graph_stats_
     char h[32];
     const char *name = mp_graph_model_name(g);
     printf("graph          %s (%s)\n", o->path, *name ? name : "unnamed");
+    printf("shapes         %zu nodes checked against the op registry, %zu unknown ops\n",
+           p->checked, p->unchecked);
     if (p->trained)
         printf("backward       %zu gradient nodes for %zu forward nodes (%zu aggregations, "
                "%zu pruned, %zu parameter gradients)\n",
@@ -298,6 +302,13 @@ int cmd_graph(int argc, char **argv) {
     mp_graph_stats_t st;
     mp_buffer_t *b = NULL;
     size_t n = 0;
+    /* Shapes against the op registry, before anything is derived from them. */
+    if (mp_graph_check_shapes(g, &p.unchecked) != MP_OK) {
+        fprintf(stderr, "memplan: %s: %s\n", o.path, mp_last_error());
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    p.checked = mp_graph_node_count(g) - p.unchecked;
     if ((rc = prepare(&o, &g, &p))) goto done;
     rc = EXIT_INPUT;
     if (mp_graph_stats(g, &st) != MP_OK) goto failed;

@@ -51,8 +51,13 @@ expect 0 '"valid":true' graph --json --parallel-safe --strategy all $C/inference
 expect 0 '"mode":"search"' graph --json --train --order search --parallel-safe $C/inference/squeezenet1_1.graph.json.gz
 expect 0 'sharing (counter, with in-place)' graph --order search $C/train/mobilenet_v2-b16.graph.json.gz
 
+# Shapes are checked against the op registry before anything else.
+expect 0 '"shapes_checked":3,"shapes_unchecked":0' graph --json $G/mlp.json
+expect 2 "shape_mismatch.json: node 2 'fc2' (nn.Linear): output 'logits' is float32 [4,5] in the graph, but linear gives float32 [4,3]" graph $G/shape_mismatch.json
+
 # Errors and usage.
-expect 2 "node 1 'view': no kernel for op 'aten::view'" graph --run $G/small.json
+expect 2 "node 0 'pack': no kernel for op 'pack'" graph --run $G/alias_chain.json
+expect 2 "node 2 'relu' (aten::relu): output 'b' is float16 [4] in the graph, but relu gives float32 [4]" graph $G/small.json
 expect 2 "No such file or directory" graph no/such.json
 expect 2 "--order takes given or search, got sideways" graph --order sideways $G/mlp.json
 expect 2 "--parallel-safe takes ancestor, colour or both, got x" graph --parallel-safe=x $G/mlp.json
