@@ -127,6 +127,27 @@ def ss_bound(s):
     return s["lower_bound_inplace"]
 
 
+def planner_table(rows):
+    """Per graph, every core planner's footprint over the in-place bound."""
+    names = []
+    for _, g, _ in rows:
+        for k in stage_map(g):
+            if k.startswith("inplace+") and k[len("inplace+"):] not in names:
+                names.append(k[len("inplace+"):])
+    lines = ["Each planner placing the in-place storages, per graph (footprint / bound; "
+             "1.000 = optimal; - = skipped at this size):", "",
+             "| graph | bound MiB | " + " | ".join(names) + " |",
+             "|---|---:|" + "---:|" * len(names)]
+    for name, g, _ in rows:
+        st, lb = stage_map(g), g["lower_bound_inplace"]
+        cells = []
+        for n in names:
+            s = st.get("inplace+" + n)
+            cells.append("%.3f" % (s["footprint"] / lb) if s and lb else "-")
+        lines.append("| %s | %s | %s |" % (name, mib(lb), " | ".join(cells)))
+    return lines
+
+
 def summary(kind, rows):
     def gm(key):
         return geomean([stage_map(g)["none"]["footprint"] / stage_map(g)[key]["footprint"]
@@ -212,7 +233,8 @@ def main():
     for kind in ("forward", "backward", "aten"):
         if not rows[kind]:
             continue
-        md += ["## " + titles[kind], ""] + table(kind, rows[kind]) + [""] + summary(kind, rows[kind]) + [""]
+        md += (["## " + titles[kind], ""] + table(kind, rows[kind]) + [""] +
+               summary(kind, rows[kind]) + [""] + planner_table(rows[kind]) + [""])
     if failed:
         md += ["## Failures", ""] + ["- " + f for f in failed] + [""]
     notes = os.path.join(ROOT, "bench", "graph", "notes.md")
