@@ -364,6 +364,11 @@ typedef struct mp_arena_options_t {
                                   period detection (default 2) */
     size_t max_learn_events;   /* give up learning (pass-through) after this
                                   many traced events (default 1 << 22) */
+    size_t relearn_after;      /* while replaying: after this many consecutive
+                                  iterations (m replayed requests each) in which
+                                  more than half the requests fell back as
+                                  unforeseen, overlap or too large, learn again
+                                  (default 4; 0: never) */
 } mp_arena_options_t;
 
 typedef enum mp_arena_state {
@@ -404,6 +409,7 @@ typedef struct mp_arena_stats_t {
     size_t retired_regions;    /* old regions kept alive by live blocks */
     size_t released_blocks;    /* live blocks released by free_all / destroy */
     uint64_t released_bytes;
+    uint64_t relearns;         /* returns from replaying to learning (relearn_after) */
 } mp_arena_stats_t;
 
 /* Fills the defaults. */

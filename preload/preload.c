@@ -33,7 +33,8 @@
  * object as its malloc), malloc_trim(0) runs once when the arena starts
  * replaying, before the region's pages are touched, and once more after
  * the first replayed iteration, when the blocks live at the switch have
- * been freed (MEMPLAN_TRIM=0 turns it off). */
+ * been freed (MEMPLAN_TRIM=0 turns it off); not again after the arena
+ * returns to learning (MEMPLAN_RELEARN, the arena's relearn_after). */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -68,6 +69,7 @@ static _Atomic int mode = MODE_OFF;
 static _Atomic(mp_arena_t *) arena;
 static size_t threshold = DEFAULT_THRESHOLD;
 static size_t warmup, max_edits;
+static size_t relearn = SIZE_MAX;   /* MEMPLAN_RELEARN; SIZE_MAX: the arena's default */
 static int summary, trim = 1;
 static char stats_path[4096];
 static char strategy[64] = "auto";
@@ -186,6 +188,7 @@ static mp_arena_t *get_arena(void) {
         o.strategy = strategy;
         if (warmup) o.warmup_iterations = warmup;
         if (max_edits) o.max_edits = max_edits;
+        if (relearn != SIZE_MAX) o.relearn_after = relearn;
         if (mp_arena_create(&o, &a) != MP_OK) {
             say("memplan-preload: no arena (%s); forwarding everything\n", mp_last_error());
             a = NULL;
@@ -451,6 +454,7 @@ __attribute__((constructor)) static void preload_init(void) {
     if (threshold == 0) threshold = 1;
     env_size("MEMPLAN_WARMUP", &warmup);
     env_size("MEMPLAN_MAX_EDITS", &max_edits);
+    env_size("MEMPLAN_RELEARN", &relearn);
     env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
     env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
     summary = env_flag("MEMPLAN_SUMMARY");
@@ -496,9 +500,10 @@ static void write_stats(const mp_arena_stats_t *s) {
         U(s->served_learning), U(s->served_arena));
     add(buf, c, &n, "fb_interrupted %llu\nfb_unforeseen %llu\nfb_overlap %llu\nfb_too_large %llu\n"
         "fb_cross %llu\nfb_small %llu\nfb_passthrough %llu\nreoptimizations %llu\n"
-        "detections %llu\nretired_regions %llu\n", U(s->fb_interrupted), U(s->fb_unforeseen),
-        U(s->fb_overlap), U(s->fb_too_large), U(s->fb_cross), U(s->fb_small),
-        U(s->fb_passthrough), U(s->reoptimizations), U(s->detections), U(s->retired_regions));
+        "detections %llu\nretired_regions %llu\nrelearns %llu\n", U(s->fb_interrupted),
+        U(s->fb_unforeseen), U(s->fb_overlap), U(s->fb_too_large), U(s->fb_cross),
+        U(s->fb_small), U(s->fb_passthrough), U(s->reoptimizations), U(s->detections),
+        U(s->retired_regions), U(s->relearns));
     int fd = strcmp(stats_path, "-") == 0 ? 2 : open(stats_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         say("memplan-preload: cannot write %s\n", stats_path);
@@ -523,12 +528,13 @@ __attribute__((destructor)) static void preload_fini(void) {
         say("memplan-preload: %s, threshold %llu, %llu big requests: %llu from the arena, "
             "%llu learning, %llu fallbacks (%llu too large, %llu cross, %llu unforeseen, "
             "%llu overlap); %llu iterations of %llu, footprint %llu (bound %llu, learned peak "
-            "%llu), %llu replans, %llu overlaps\n",
+            "%llu), %llu replans, %llu relearns, %llu overlaps\n",
             m == MODE_OFF ? "disabled" : mp_arena_state_name(s.state), U(threshold),
             U(n_big), U(s.served_arena), U(s.served_learning), U(fb), U(s.fb_too_large),
             U(s.fb_cross), U(s.fb_unforeseen), U(s.fb_overlap), U(s.iterations),
             U(s.iteration_length), U(s.planned_footprint), U(s.lower_bound),
-            U(s.learned_peak_bytes), U(s.reoptimizations), U(mpp__reg_overlaps()));
+            U(s.learned_peak_bytes), U(s.reoptimizations), U(s.relearns),
+            U(mpp__reg_overlaps()));
     }
     t_guard = 0;
 }

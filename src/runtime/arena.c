@@ -48,187 +48,42 @@
  * so the overlap rule protects them; otherwise a new region is allocated
  * and the old one is released once its last live block is freed.
  *
+ * Returning to learning: every m requests that reach replay form one
+ * window (counted apart from the position, which mark_iteration moves);
+ * a window is bad when more than half of its requests fell back as
+ * unforeseen, overlap or too large.  After relearn_after consecutive bad
+ * windows the program has changed its loop (or a wrong period was
+ * accepted), and a fresh trace starts.  The old plan keeps serving what it
+ * can meanwhile (so a program that never repeats again, e.g. threads
+ * interleaving, loses nothing): every request and free is recorded as
+ * while learning, and when a period is accepted on the new trace the
+ * region is retired like on a re-plan and the new plan replaces the old
+ * one.  O(1) per request, plus the detection attempts, as in learning.
+ *
  * One mutex guards the whole state; the backing callbacks run under it. */
-#include "../core/internal.h"
+#include "arena_internal.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CROSS UINT64_MAX          /* offset of a slot never placed in the region */
-#define DEFAULT_MAX_LEARN ((size_t)1 << 22)
-
-enum { K_FORWARD = 1, K_TRACED = 2, K_RETIRED = 3 };
-
-typedef struct bent {   /* a forwarded block (or one left in a retired region) */
-    uintptr_t p;        /* 0: empty slot */
-    uint64_t size;
-    int kind;
-} bent;
-
-typedef struct retired {
-    unsigned char *base;
-    uint64_t size;
-    size_t live;
-} retired;
-
-struct mp_arena_t {
-    pthread_mutex_t mu;
-    mp_arena_options_t opt;
-    char strategy[64];
-    mp_arena_state state;
-    size_t interrupted;
-    mp_trace_t *trace;          /* while learning */
-    size_t next_check;
-    /* the plan: m slots */
-    size_t m, pos;
-    bool replan;
-    mp_buffer_t *slot;          /* first/last of the learned iteration, largest size seen */
-    uint64_t *psize;            /* size the current plan gave each slot */
-    uint64_t *off;              /* offset or CROSS */
-    uint64_t *live_end;         /* end offset of the slot's live region block, 0: none */
-    uint64_t *live_req;         /* its requested size */
-    unsigned char *base;
-    uint64_t region;
-    mp__tset live;              /* (offset, slot) of live region blocks */
-    retired *ret;
-    size_t n_ret, cap_ret;
-    bent *tab;                  /* forwarded blocks, open addressing */
-    size_t slots, used;
-    mp_arena_stats_t st;
-};
-
-/* ---- backing allocator --------------------------------------------------- */
-
-static void *libc_alloc(void *user, uint64_t size, uint64_t align) {
-    (void)user;
-    void *p = NULL;
-    if (size > SIZE_MAX) return NULL;
-    if (align < sizeof(void *)) align = sizeof(void *);
-    return posix_memalign(&p, (size_t)align, (size_t)size) == 0 ? p : NULL;
-}
-
-static void libc_free(void *user, void *p) {
-    (void)user;
-    free(p);
-}
-
-static void *back_alloc(mp_arena_t *a, uint64_t size) {
-    void *p = a->opt.backing_alloc(a->opt.backing_user, size, a->opt.align);
-    if (p) {
-        a->st.backing_bytes += size;
-        a->st.peak_backing_bytes = mp__max64(a->st.peak_backing_bytes, a->st.backing_bytes);
-    }
-    return p;
-}
-
-static void back_free(mp_arena_t *a, void *p, uint64_t size) {
-    a->opt.backing_free(a->opt.backing_user, p);
-    a->st.backing_bytes -= size;
-}
-
-/* ---- the table of forwarded blocks (linear probing, backward shift) ------ */
-
-static size_t hslot(uintptr_t p, size_t mask) {
-    uint64_t h = (uint64_t)p;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-    return (size_t)h & mask;
-}
-
-static size_t tab_find(const mp_arena_t *a, uintptr_t p) {
-    size_t mask = a->slots - 1, i = hslot(p, mask);
-    while (a->tab[i].p && a->tab[i].p != p) i = (i + 1) & mask;
-    return i;
-}
-
-/* Makes room for extra more entries (the table stays at most half full). */
-static mp_status tab_reserve(mp_arena_t *a, size_t extra) {
-    size_t ns = a->slots ? a->slots : 64;
-    while (2 * (a->used + extra) > ns) ns *= 2;
-    if (ns == a->slots) return MP_OK;
-    bent *t = calloc(ns, sizeof *t);
-    if (!t) return MP__NOMEM();
-    for (size_t i = 0; i < a->slots; i++)
-        if (a->tab[i].p) {
-            size_t j = hslot(a->tab[i].p, ns - 1);
-            while (t[j].p) j = (j + 1) & (ns - 1);
-            t[j] = a->tab[i];
-        }
-    free(a->tab);
-    a->tab = t;
-    a->slots = ns;
-    return MP_OK;
-}
-
-static mp_status tab_put(mp_arena_t *a, uintptr_t p, uint64_t size, int kind) {
-    if (tab_reserve(a, 1) != MP_OK) return MP__NOMEM();
-    size_t i = tab_find(a, p);
-    a->tab[i] = (bent){p, size, kind};
-    a->used++;
-    return MP_OK;
-}
-
-static void tab_erase(mp_arena_t *a, size_t i) {
-    size_t mask = a->slots - 1, j = i;
-    a->tab[i].p = 0;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!a->tab[j].p) break;
-        size_t home = hslot(a->tab[j].p, mask);
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            a->tab[i] = a->tab[j];
-            a->tab[j].p = 0;
-            i = j;
-        }
-    }
-    a->used--;
-}
-
-/* ---- live accounting ------------------------------------------------------ */
-
-static void live_add(mp_arena_t *a, uint64_t size) {
-    a->st.live_blocks++;
-    a->st.live_bytes += size;
-    a->st.peak_live_bytes = mp__max64(a->st.peak_live_bytes, a->st.live_bytes);
-}
-
-static void live_sub(mp_arena_t *a, uint64_t size) {
-    a->st.live_blocks--;
-    a->st.live_bytes -= size;
-}
-
-/* Forwards a request; kind K_TRACED records it in the trace. */
-static mp_status forward(mp_arena_t *a, uint64_t size, int kind, void **out) {
-    void *p = back_alloc(a, size);
-    if (!p) return mp__err(MP_ENOMEM, "backing allocator failed for %llu bytes",
-                           (unsigned long long)size);
-    if (tab_put(a, (uintptr_t)p, size, kind) != MP_OK) {
-        back_free(a, p, size);
-        return MP__NOMEM();
-    }
-    live_add(a, size);
-    *out = p;
-    return MP_OK;
-}
 
 /* ---- planning ------------------------------------------------------------- */
 
 /* Moves the live blocks of the current region to a retired region. */
 static mp_status retire_region(mp_arena_t *a) {
     if (a->live.count == 0) {
-        if (a->base) back_free(a, a->base, a->region);
+        if (a->base) mp__arena_back_free(a, a->base, a->region);
     } else {
         if (mp__grow((void **)&a->ret, &a->cap_ret, a->n_ret + 1, sizeof *a->ret) != MP_OK)
             return MP__NOMEM();
         /* table room first, so that the move below cannot fail half-way */
-        if (tab_reserve(a, a->live.count) != MP_OK) return MP__NOMEM();
+        if (mp__atab_reserve(a, a->live.count) != MP_OK) return MP__NOMEM();
         uint64_t o, s;
         bool more = mp__tset_ceil(&a->live, 0, 0, &o, &s);
         while (more) {
-            (void)tab_put(a, (uintptr_t)(a->base + o), a->live_req[s], K_RETIRED);
+            (void)mp__atab_put(a, (uintptr_t)(a->base + o), a->live_req[s],
+                          K_RETIRED | (a->live_tr[s] ? K_TRACED : 0));
             a->live_end[s] = 0;
+            a->live_tr[s] = 0;
             more = mp__tset_next(&a->live, o, s, &o, &s);
         }
         a->ret[a->n_ret++] = (retired){a->base, a->region, a->live.count};
@@ -265,7 +120,7 @@ static mp_status plan(mp_arena_t *a) {
     if (st == MP_OK && p.footprint > a->region) {
         st = retire_region(a);
         if (st == MP_OK) {
-            a->base = back_alloc(a, p.footprint);
+            a->base = mp__arena_back_alloc(a, p.footprint);
             if (a->base) a->region = p.footprint;
             else st = mp__err(MP_ENOMEM, "backing allocator failed for the region");
         }
@@ -286,14 +141,42 @@ static mp_status plan(mp_arena_t *a) {
     return st;
 }
 
-/* Gives up learning: forward everything from now on. */
+/* Gives up learning: mp__arena_forward everything from now on. */
 static void passthrough(mp_arena_t *a) {
     mp_trace_free(a->trace);
     a->trace = NULL;
     a->state = MP_ARENA_PASSTHROUGH;
 }
 
-/* Runs period detection; on success sets up the slots and the plan. */
+/* Stops learning: while relearning the old plan just goes on (the trace's
+ * blocks keep their flag, harmless: a free unknown to a later trace is
+ * rejected by it); while learning, pass-through. */
+static void give_up(mp_arena_t *a) {
+    if (a->state != MP_ARENA_REPLAYING) {
+        passthrough(a);
+        return;
+    }
+    mp_trace_free(a->trace);
+    a->trace = NULL;
+}
+
+/* Frees the slot arrays of the plan. */
+static void drop_plan(mp_arena_t *a) {
+    free(a->slot);
+    free(a->psize);
+    free(a->off);
+    free(a->live_end);
+    free(a->live_req);
+    free(a->live_tr);
+    a->slot = NULL;
+    a->psize = a->off = a->live_end = a->live_req = NULL;
+    a->live_tr = NULL;
+    a->m = a->pos = 0;
+    a->replan = false;
+}
+
+/* Runs period detection; on success sets up the slots and the plan (while
+ * relearning, in place of the old one). */
 static void try_detect(mp_arena_t *a) {
     size_t n;
     const mp_event_t *ev = mp_trace_events(a->trace, &n);
@@ -302,7 +185,7 @@ static void try_detect(mp_arena_t *a) {
     mp_period_params_t pp = {a->opt.max_edits, a->opt.warmup_iterations};
     mp_period_t per;
     if (mp_period_detect(a->trace, &pp, &per) != MP_OK) {
-        passthrough(a);
+        give_up(a);
         return;
     }
     if (!per.found) return;
@@ -326,16 +209,26 @@ static void try_detect(mp_arena_t *a) {
     if (st != MP_OK || m == 0) {
         free(rec);
         mp_period_free(&per);
-        if (st != MP_OK) passthrough(a);
+        if (st != MP_OK) give_up(a);
         return;
+    }
+    if (a->m) {   /* relearning: the old region's live blocks go to the table */
+        if (retire_region(a) != MP_OK) {
+            free(rec);
+            mp_period_free(&per);
+            give_up(a);
+            return;
+        }
+        drop_plan(a);
     }
     a->slot = rec;
     a->psize = calloc(m, sizeof *a->psize);
     a->off = calloc(m, sizeof *a->off);
     a->live_end = calloc(m, sizeof *a->live_end);
     a->live_req = calloc(m, sizeof *a->live_req);
+    a->live_tr = calloc(m, 1);
     a->m = m;
-    if (!a->psize || !a->off || !a->live_end || !a->live_req) {
+    if (!a->psize || !a->off || !a->live_end || !a->live_req || !a->live_tr) {
         mp_period_free(&per);
         passthrough(a);
         return;
@@ -357,12 +250,36 @@ static void try_detect(mp_arena_t *a) {
     }
     /* traced blocks are ordinary forwarded blocks from now on */
     for (size_t i = 0; i < a->slots; i++)
-        if (a->tab[i].p && a->tab[i].kind == K_TRACED) a->tab[i].kind = K_FORWARD;
+        if (a->tab[i].p) a->tab[i].kind = (a->tab[i].kind & K_RETIRED) ? K_RETIRED : K_FORWARD;
     mp_trace_free(a->trace);
     a->trace = NULL;
     a->pos = tail % m;
+    a->win_reqs = a->win_miss = a->bad_windows = 0;
     a->st.iteration_length = m;
     a->state = MP_ARENA_REPLAYING;
+}
+
+/* Starts learning afresh while the old plan goes on serving (the header:
+ * returning to learning).  Without memory for a trace, nothing changes. */
+static void relearn(mp_arena_t *a) {
+    if (mp_trace_create(&a->trace) != MP_OK) {
+        a->trace = NULL;
+        return;
+    }
+    a->next_check = 64;
+    a->win_reqs = a->win_miss = a->bad_windows = 0;
+    a->st.relearns++;
+}
+
+/* Counts one replayed request (miss: it fell back as unforeseen, overlap
+ * or too large) and closes the window after m of them. */
+static void watch(mp_arena_t *a, bool miss) {
+    if (!a->opt.relearn_after || a->trace) return;
+    a->win_miss += miss;
+    if (++a->win_reqs < a->m) return;
+    a->bad_windows = 2 * a->win_miss > a->win_reqs ? a->bad_windows + 1 : 0;
+    a->win_reqs = a->win_miss = 0;
+    if (a->bad_windows >= a->opt.relearn_after) relearn(a);
 }
 
 /* ---- public entry points --------------------------------------------------- */
@@ -374,6 +291,7 @@ void mp_arena_options_default(mp_arena_options_t *opt) {
     opt->warmup_iterations = 2;
     opt->max_edits = 2;
     opt->max_learn_events = DEFAULT_MAX_LEARN;
+    opt->relearn_after = 4;
 }
 
 const char *mp_arena_state_name(mp_arena_state s) {
@@ -398,8 +316,8 @@ mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out) {
     if (strlen(o.strategy) >= 64 || !mp_strategy_find(o.strategy))
         return mp__err(MP_ENOTFOUND, "unknown strategy '%s'", o.strategy);
     if (!o.backing_alloc || !o.backing_free) {
-        o.backing_alloc = libc_alloc;
-        o.backing_free = libc_free;
+        o.backing_alloc = mp__arena_libc_alloc;
+        o.backing_free = mp__arena_libc_free;
     }
     if (!o.max_learn_events) o.max_learn_events = DEFAULT_MAX_LEARN;
     mp_arena_t *a = calloc(1, sizeof *a);
@@ -420,6 +338,19 @@ mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out) {
     }
     *out = a;
     return MP_OK;
+}
+
+/* Records a block just handed out in the trace and runs detection when
+ * due (learning, or relearning while replaying). */
+static void trace_step(mp_arena_t *a, void *p, uint64_t size) {
+    if (mp_trace_record_alloc(a->trace, (uintptr_t)p, size, MP_TRACE_NO_NS) != MP_OK) {
+        give_up(a);
+        return;
+    }
+    size_t n;
+    (void)mp_trace_events(a->trace, &n);
+    if (n >= a->opt.max_learn_events) give_up(a);
+    else if (n >= a->next_check) try_detect(a);
 }
 
 /* Serves a request while replaying: the region, or a counted fallback. */
@@ -452,15 +383,24 @@ static mp_status replay(mp_arena_t *a, uint64_t size, void **out) {
             if (mp__tset_insert(&a->live, o, s) != MP_OK) return MP__NOMEM();
             a->live_end[s] = o + ext;
             a->live_req[s] = size;
-            live_add(a, size);
+            mp__arena_live_add(a, size);
             a->st.served_arena++;
             *out = a->base + o;
+            if (a->trace) {
+                a->live_tr[s] = 1;
+                trace_step(a, *out, size);
+            }
+            watch(a, false);
             return MP_OK;
         }
         why = &a->st.fb_overlap;
     }
-    mp_status st = forward(a, size, K_FORWARD, out);
-    if (st == MP_OK) (*why)++;
+    mp_status st = mp__arena_forward(a, size, a->trace ? K_TRACED : K_FORWARD, out);
+    if (st == MP_OK) {
+        (*why)++;
+        if (a->trace) trace_step(a, *out, size);
+        watch(a, why != &a->st.fb_cross);
+    }
     return st;
 }
 
@@ -473,24 +413,17 @@ mp_status mp_arena_alloc(mp_arena_t *a, uint64_t size, void **out) {
     a->st.requests++;
     mp_status st;
     if (size < a->opt.min_block) {
-        if ((st = forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_small++;
+        if ((st = mp__arena_forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_small++;
     } else if (a->interrupted) {
-        if ((st = forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_interrupted++;
+        if ((st = mp__arena_forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_interrupted++;
     } else if (a->state == MP_ARENA_REPLAYING) {
         st = replay(a, size, out);
     } else if (a->state == MP_ARENA_PASSTHROUGH) {
-        if ((st = forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_passthrough++;
+        if ((st = mp__arena_forward(a, size, K_FORWARD, out)) == MP_OK) a->st.fb_passthrough++;
     } else {
-        if ((st = forward(a, size, K_TRACED, out)) == MP_OK) {
+        if ((st = mp__arena_forward(a, size, K_TRACED, out)) == MP_OK) {
             a->st.served_learning++;
-            if (mp_trace_record_alloc(a->trace, (uintptr_t)*out, size, MP_TRACE_NO_NS) != MP_OK) {
-                passthrough(a);
-            } else {
-                size_t n;
-                (void)mp_trace_events(a->trace, &n);
-                if (n >= a->opt.max_learn_events) passthrough(a);
-                else if (n >= a->next_check) try_detect(a);
-            }
+            trace_step(a, *out, size);
         }
     }
     pthread_mutex_unlock(&a->mu);
@@ -503,26 +436,28 @@ static bool free_region(mp_arena_t *a, uintptr_t p) {
     if (!mp__tset_floor(&a->live, o, UINT64_MAX, &fo, &s) || fo != o) return false;
     mp__tset_erase(&a->live, o, s);
     a->live_end[s] = 0;
-    live_sub(a, a->live_req[s]);
+    if (a->live_tr[s] && a->trace) (void)mp_trace_record_free(a->trace, p, MP_TRACE_NO_NS);
+    a->live_tr[s] = 0;
+    mp__arena_live_sub(a, a->live_req[s]);
     return true;
 }
 
 /* Frees the table entry i (a forwarded block or one in a retired region). */
 static void free_entry(mp_arena_t *a, size_t i) {
     bent e = a->tab[i];
-    tab_erase(a, i);
-    live_sub(a, e.size);
-    if (e.kind == K_TRACED && a->trace)
+    mp__atab_erase(a, i);
+    mp__arena_live_sub(a, e.size);
+    if ((e.kind & K_TRACED) && a->trace)
         (void)mp_trace_record_free(a->trace, e.p, MP_TRACE_NO_NS);
-    if (e.kind != K_RETIRED) {
-        back_free(a, (void *)e.p, e.size);
+    if (!(e.kind & K_RETIRED)) {
+        mp__arena_back_free(a, (void *)e.p, e.size);
         return;
     }
     for (size_t r = 0; r < a->n_ret; r++) {
         uintptr_t b = (uintptr_t)a->ret[r].base;
         if (e.p >= b && e.p - b < a->ret[r].size) {
             if (--a->ret[r].live == 0) {
-                back_free(a, a->ret[r].base, a->ret[r].size);
+                mp__arena_back_free(a, a->ret[r].base, a->ret[r].size);
                 a->ret[r] = a->ret[--a->n_ret];
                 a->st.retired_regions = a->n_ret;
             }
@@ -539,7 +474,7 @@ mp_status mp_arena_free(mp_arena_t *a, void *ptr) {
     if (a->base && p >= (uintptr_t)a->base && p - (uintptr_t)a->base < a->region) {
         if (!free_region(a, p)) st = mp__err(MP_EINVAL, "free of %p: no live arena block", ptr);
     } else {
-        size_t i = a->slots ? tab_find(a, p) : 0;
+        size_t i = a->slots ? mp__atab_find(a, p) : 0;
         if (!a->slots || !a->tab[i].p) st = mp__err(MP_EINVAL, "free of %p: not from this arena", ptr);
         else free_entry(a, i);
     }
@@ -577,22 +512,25 @@ static void release_all(mp_arena_t *a) {
     a->st.released_blocks += a->st.live_blocks;
     a->st.released_bytes += a->st.live_bytes;
     for (size_t i = 0; i < a->slots; i++)
-        if (a->tab[i].p && a->tab[i].kind != K_RETIRED)
-            back_free(a, (void *)a->tab[i].p, a->tab[i].size);
+        if (a->tab[i].p && !(a->tab[i].kind & K_RETIRED))
+            mp__arena_back_free(a, (void *)a->tab[i].p, a->tab[i].size);
     memset(a->tab, 0, a->slots * sizeof *a->tab);
     a->used = 0;
-    for (size_t r = 0; r < a->n_ret; r++) back_free(a, a->ret[r].base, a->ret[r].size);
+    for (size_t r = 0; r < a->n_ret; r++) mp__arena_back_free(a, a->ret[r].base, a->ret[r].size);
     a->n_ret = 0;
     a->st.retired_regions = 0;
     mp__tset_free(&a->live);
     if (a->live_end) memset(a->live_end, 0, a->m * sizeof *a->live_end);
+    if (a->live_tr) memset(a->live_tr, 0, a->m);
     a->st.live_blocks = 0;
     a->st.live_bytes = 0;
+    a->win_reqs = a->win_miss = a->bad_windows = 0;
     if (a->trace) {   /* the trace's live handles are gone: start learning afresh */
         mp_trace_free(a->trace);
         a->trace = NULL;
         a->next_check = 64;
-        if (mp_trace_create(&a->trace) != MP_OK) a->state = MP_ARENA_PASSTHROUGH;
+        if (mp_trace_create(&a->trace) != MP_OK && a->state == MP_ARENA_LEARNING)
+            a->state = MP_ARENA_PASSTHROUGH;   /* relearning just stops */
     }
     a->pos = 0;
 }
@@ -616,7 +554,7 @@ void mp_arena_destroy(mp_arena_t *a, mp_arena_stats_t *final) {
     if (!a) return;
     pthread_mutex_lock(&a->mu);
     release_all(a);
-    if (a->base) back_free(a, a->base, a->region);
+    if (a->base) mp__arena_back_free(a, a->base, a->region);
     a->base = NULL;
     a->region = 0;
     pthread_mutex_unlock(&a->mu);
@@ -634,6 +572,7 @@ void mp_arena_destroy(mp_arena_t *a, mp_arena_stats_t *final) {
     free(a->off);
     free(a->live_end);
     free(a->live_req);
+    free(a->live_tr);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
