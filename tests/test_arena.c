@@ -3,57 +3,13 @@
  * canaries and an explicit overlap check on every block, deviation
  * injection (late free, extra request, reordering, larger size, interrupt),
  * statistics, options and misuse. */
+#include "canary.h"
 #include "harness.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define CROSS UINT64_MAX
-#define MAXLIVE 256
-
-/* ---- live blocks with canaries ------------------------------------------ */
-
-typedef struct blk {
-    unsigned char *p;
-    uint64_t size, id;
-} blk;
-
-static blk live[MAXLIVE];
-static size_t nlive;
-static uint64_t next_id = 1;
-static long overlaps, bad_canaries;
-
-static unsigned char pat(uint64_t id, uint64_t k) { return (unsigned char)(id * 131 + k * 7 + 1); }
-
-/* Allocates, checks the range against every live block, fills the canary. */
-static uint64_t take(mp_arena_t *a, uint64_t size, void **ptr) {
-    void *p = NULL;
-    if (!MP_CHECK_OK(mp_arena_alloc(a, size, &p)) || !p) return 0;
-    unsigned char *c = p;
-    for (size_t i = 0; i < nlive; i++)
-        if (c < live[i].p + live[i].size && live[i].p < c + size) overlaps++;
-    if (((uintptr_t)p & 63) != 0) overlaps++;   /* alignment */
-    uint64_t id = next_id++;
-    for (uint64_t k = 0; k < size; k++) c[k] = pat(id, k);
-    if (nlive < MAXLIVE) live[nlive++] = (blk){c, size, id};
-    if (ptr) *ptr = p;
-    return id;
-}
-
-static void give(mp_arena_t *a, uint64_t id) {
-    for (size_t i = 0; i < nlive; i++)
-        if (live[i].id == id) {
-            for (uint64_t k = 0; k < live[i].size; k++)
-                if (live[i].p[k] != pat(id, k)) {
-                    bad_canaries++;
-                    break;
-                }
-            MP_CHECK_OK(mp_arena_free(a, live[i].p));
-            live[i] = live[--nlive];
-            return;
-        }
-    MP_CHECK(!"freeing an unknown test block");
-}
 
 /* ---- the loop body --------------------------------------------------------- */
 
@@ -146,24 +102,24 @@ static void run_iteration(mp_arena_t *a, oracle *o, int dev, int check_exact) {
         if ((dev & D_SWAP) && x.kind == OP_A && x.tag == T_ACT + 2) x.tag = T_ACT + 3, x.size = 8192;
         else if ((dev & D_SWAP) && x.kind == OP_A && x.tag == T_ACT + 3) x.tag = T_ACT + 2, x.size = 2048;
         if ((dev & D_LARGE) && x.kind == OP_A && x.tag == T_ACT + 4) x.size *= 3;
-        if ((dev & D_EXTRA) && i == nbody / 2) extra = take(a, 1536, NULL);
+        if ((dev & D_EXTRA) && i == nbody / 2) extra = mp_canary_take(a, 1536, NULL);
         if ((dev & D_INTR) && i == nbody / 3) {
             mp_arena_stats_t s0, s1;
             mp_arena_stats(a, &s0);
             mp_arena_interrupt(a);
-            uint64_t t1 = take(a, 4096, NULL), t2 = take(a, 64, NULL);
-            give(a, t1);
+            uint64_t t1 = mp_canary_take(a, 4096, NULL), t2 = mp_canary_take(a, 64, NULL);
+            mp_canary_give(a, t1);
             MP_CHECK_OK(mp_arena_resume(a));
             mp_arena_stats(a, &s1);
             MP_CHECK_EQ_U64(s1.position, s0.position);
             MP_CHECK_EQ_U64(s1.fb_interrupted, s0.fb_interrupted + 2);
-            give(a, t2);
+            mp_canary_give(a, t2);
         }
         if (x.kind == OP_A) {
             mp_arena_stats_t s0, s1;
             mp_arena_stats(a, &s0);
             void *p;
-            uint64_t id = take(a, x.size, &p);
+            uint64_t id = mp_canary_take(a, x.size, &p);
             mp_arena_stats(a, &s1);
             if (x.tag == T_CARRY) carry_old = id;
             else tag[x.tag] = id;
@@ -187,7 +143,7 @@ static void run_iteration(mp_arena_t *a, oracle *o, int dev, int check_exact) {
                 mp_arena_stats(a, &s);
                 if (s.state == MP_ARENA_LEARNING && o->tr)
                     MP_CHECK_OK(mp_trace_record_free(o->tr, tag[T_OLD], MP_TRACE_NO_NS));
-                give(a, tag[T_OLD]);
+                mp_canary_give(a, tag[T_OLD]);
             }
         } else {
             if ((dev & D_LATE) && x.tag == T_ACT + 1) {   /* freed next iteration */
@@ -198,14 +154,14 @@ static void run_iteration(mp_arena_t *a, oracle *o, int dev, int check_exact) {
             mp_arena_stats(a, &s);
             if (s.state == MP_ARENA_LEARNING && o->tr)
                 MP_CHECK_OK(mp_trace_record_free(o->tr, tag[x.tag], MP_TRACE_NO_NS));
-            give(a, tag[x.tag]);
+            mp_canary_give(a, tag[x.tag]);
         }
         if (!(dev & D_LATE) && late_id && i == nbody - 3) {
-            give(a, late_id);
+            mp_canary_give(a, late_id);
             late_id = 0;
         }
     }
-    if (extra) give(a, extra);
+    if (extra) mp_canary_give(a, extra);
 }
 
 /* ---- the tests -------------------------------------------------------------- */
@@ -219,14 +175,14 @@ static void test_training_loop(void) {
     /* warm-up: weights kept to the end, a setup phase unlike the loop */
     uint64_t w[3];
     for (int i = 0; i < 3; i++) {
-        w[i] = take(a, 4096 * (uint64_t)(i + 1), NULL);
+        w[i] = mp_canary_take(a, 4096 * (uint64_t)(i + 1), NULL);
         MP_CHECK_OK(mp_trace_record_alloc(o.tr, w[i], 4096 * (uint64_t)(i + 1), MP_TRACE_NO_NS));
     }
     for (int i = 0; i < 5; i++) {
-        uint64_t t = take(a, 192 + 64 * (uint64_t)i, NULL);
+        uint64_t t = mp_canary_take(a, 192 + 64 * (uint64_t)i, NULL);
         MP_CHECK_OK(mp_trace_record_alloc(o.tr, t, 192 + 64 * (uint64_t)i, MP_TRACE_NO_NS));
         MP_CHECK_OK(mp_trace_record_free(o.tr, t, MP_TRACE_NO_NS));
-        give(a, t);
+        mp_canary_give(a, t);
     }
     int it = 0;
     mp_arena_stats_t st;
@@ -297,12 +253,12 @@ static void test_training_loop(void) {
     MP_CHECK_EQ_U64(st.served_arena - sa, nallocs - 1);
     /* everything mixed, many times: never an overlap */
     for (int k = 0; k < 40; k++) run_iteration(a, &o, (k * 7 + 3) % 32, 0);
-    if (late_id) give(a, late_id), late_id = 0;
-    MP_CHECK_EQ_U64(overlaps, 0);
-    MP_CHECK_EQ_U64(bad_canaries, 0);
+    if (late_id) mp_canary_give(a, late_id), late_id = 0;
+    MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
+    MP_CHECK_EQ_U64(mp_canary_bad, 0);
     mp_arena_stats(a, &st);
     MP_CHECK(st.peak_live_bytes >= st.live_bytes);
-    MP_CHECK_EQ_U64(st.live_blocks, nlive);
+    MP_CHECK_EQ_U64(st.live_blocks, mp_canary_live());
     /* misuse */
     int x;
     MP_CHECK(mp_arena_free(a, &x) == MP_EINVAL);
@@ -310,11 +266,11 @@ static void test_training_loop(void) {
     void *p;
     MP_CHECK(mp_arena_alloc(a, 0, &p) == MP_EINVAL);
     /* destroy with live blocks (the weights and the carry): reported */
-    size_t left = nlive;
+    size_t left = mp_canary_live();
     mp_arena_destroy(a, &st);
     MP_CHECK_EQ_U64(st.released_blocks, left);
     MP_CHECK_EQ_U64(st.backing_bytes, 0);
-    nlive = 0;
+    mp_canary_forget();
     carry_old = 0;
     (void)w;
     mp_trace_free(o.tr);
@@ -357,11 +313,11 @@ static void test_options(void) {
     if (!MP_CHECK_OK(mp_arena_create(&opt, &a))) return;
     /* a simple loop: x(1024) y(2048) free x, z(128: below threshold) free y z */
     for (int it = 0; it < 60; it++) {
-        uint64_t x = take(a, 1024, NULL), y = take(a, 2048, NULL);
-        give(a, x);
-        uint64_t z = take(a, 128, NULL);
-        give(a, y);
-        give(a, z);
+        uint64_t x = mp_canary_take(a, 1024, NULL), y = mp_canary_take(a, 2048, NULL);
+        mp_canary_give(a, x);
+        uint64_t z = mp_canary_take(a, 128, NULL);
+        mp_canary_give(a, y);
+        mp_canary_give(a, z);
     }
     mp_arena_stats_t st;
     mp_arena_stats(a, &st);
@@ -371,10 +327,10 @@ static void test_options(void) {
     MP_CHECK_EQ_U64(st.planned_footprint, 3072);
     MP_CHECK(st.served_arena > 0);
     /* free_all releases live blocks; the plan stays */
-    uint64_t x = take(a, 1024, NULL);
+    uint64_t x = mp_canary_take(a, 1024, NULL);
     (void)x;
     mp_arena_free_all(a);
-    nlive = 0;
+    mp_canary_forget();
     mp_arena_stats(a, &st);
     MP_CHECK_EQ_U64(st.released_blocks, 1);
     MP_CHECK_EQ_U64(st.live_blocks, 0);
@@ -383,8 +339,8 @@ static void test_options(void) {
     mp_arena_destroy(a, &st);
     MP_CHECK_EQ_U64(c.allocs, c.frees);
     MP_CHECK_EQ_U64(st.backing_bytes, 0);
-    MP_CHECK_EQ_U64(overlaps, 0);
-    MP_CHECK_EQ_U64(bad_canaries, 0);
+    MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
+    MP_CHECK_EQ_U64(mp_canary_bad, 0);
 }
 
 /* No period: the arena keeps forwarding and gives up after max_learn_events. */
@@ -397,19 +353,19 @@ static void test_aperiodic(void) {
     uint64_t r = 12345;
     for (int i = 0; i < 1500; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
-        uint64_t id = take(a, 64 + (r >> 40) % 5000, NULL);
-        if (nlive > 8 || (r >> 20) % 3 == 0) give(a, live[(r >> 30) % nlive].id);
+        uint64_t id = mp_canary_take(a, 64 + (r >> 40) % 5000, NULL);
+        if (mp_canary_live() > 8 || (r >> 20) % 3 == 0) mp_canary_give(a, mp_canary_live_id((r >> 30) % mp_canary_live()));
         (void)id;
     }
-    while (nlive) give(a, live[0].id);
+    while (mp_canary_live()) mp_canary_give(a, mp_canary_live_id(0));
     mp_arena_stats_t st;
     mp_arena_stats(a, &st);
     MP_CHECK(st.state != MP_ARENA_REPLAYING);
     MP_CHECK_EQ_U64(st.served_arena, 0);
     MP_CHECK_EQ_U64(st.live_blocks, 0);
     mp_arena_destroy(a, NULL);
-    MP_CHECK_EQ_U64(overlaps, 0);
-    MP_CHECK_EQ_U64(bad_canaries, 0);
+    MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
+    MP_CHECK_EQ_U64(mp_canary_bad, 0);
 }
 
 int main(void) {

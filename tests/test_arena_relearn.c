@@ -4,54 +4,12 @@
  * a new plan, with canaries and an overlap check on every block, and with
  * blocks of A still live at the switch freed correctly afterwards; stray
  * fallbacks never relearn; relearn_after = 0 never relearns. */
+#include "canary.h"
 #include "harness.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXLIVE 256
-
-/* ---- live blocks with canaries (as in test_arena.c) ---------------------- */
-
-typedef struct blk {
-    unsigned char *p;
-    uint64_t size, id;
-} blk;
-
-static blk live[MAXLIVE];
-static size_t nlive;
-static uint64_t next_id = 1;
-static long overlaps, bad_canaries;
-
-static unsigned char pat(uint64_t id, uint64_t k) { return (unsigned char)(id * 131 + k * 7 + 1); }
-
-static uint64_t take(mp_arena_t *a, uint64_t size) {
-    void *p = NULL;
-    if (!MP_CHECK_OK(mp_arena_alloc(a, size, &p)) || !p) return 0;
-    unsigned char *c = p;
-    for (size_t i = 0; i < nlive; i++)
-        if (c < live[i].p + live[i].size && live[i].p < c + size) overlaps++;
-    if (((uintptr_t)p & 63) != 0) overlaps++;
-    uint64_t id = next_id++;
-    for (uint64_t k = 0; k < size; k++) c[k] = pat(id, k);
-    if (MP_CHECK(nlive < MAXLIVE)) live[nlive++] = (blk){c, size, id};
-    return id;
-}
-
-static void give(mp_arena_t *a, uint64_t id) {
-    for (size_t i = 0; i < nlive; i++)
-        if (live[i].id == id) {
-            for (uint64_t k = 0; k < live[i].size; k++)
-                if (live[i].p[k] != pat(id, k)) {
-                    bad_canaries++;
-                    break;
-                }
-            MP_CHECK_OK(mp_arena_free(a, live[i].p));
-            live[i] = live[--nlive];
-            return;
-        }
-    MP_CHECK(!"freeing an unknown test block");
-}
 
 /* ---- the two loops ----------------------------------------------------------- */
 
@@ -63,15 +21,15 @@ static void give(mp_arena_t *a, uint64_t id) {
 static uint64_t carry;
 static void loop_a(mp_arena_t *a, int keep, uint64_t big) {
     static const uint64_t sz[5] = {4096, 8192, 2048, 16384, 1024};
-    uint64_t c = take(a, 512), t[5];
-    if (carry) give(a, carry);
+    uint64_t c = mp_canary_take(a, 512, NULL), t[5];
+    if (carry) mp_canary_give(a, carry);
     carry = c;
     for (int i = 0; i < 5; i++) {
-        t[i] = take(a, i == 2 && big ? big : sz[i]);
-        if (!keep) give(a, t[i]);
+        t[i] = mp_canary_take(a, i == 2 && big ? big : sz[i], NULL);
+        if (!keep) mp_canary_give(a, t[i]);
     }
     if (keep)
-        for (int i = 0; i < 5; i++) give(a, t[i]);
+        for (int i = 0; i < 5; i++) mp_canary_give(a, t[i]);
 }
 
 /* Loop B, NB requests, all live together and freed at the end: against
@@ -79,8 +37,8 @@ static void loop_a(mp_arena_t *a, int keep, uint64_t big) {
 #define NB 13
 static void loop_b(mp_arena_t *a) {
     uint64_t t[NB];
-    for (int i = 0; i < NB; i++) t[i] = take(a, 3000 + 1000 * (uint64_t)((i * 5) % NB));
-    for (int i = NB - 1; i >= 0; i--) give(a, t[i]);
+    for (int i = 0; i < NB; i++) t[i] = mp_canary_take(a, 3000 + 1000 * (uint64_t)((i * 5) % NB), NULL);
+    for (int i = NB - 1; i >= 0; i--) mp_canary_give(a, t[i]);
 }
 
 static uint64_t misses(const mp_arena_stats_t *s) {
@@ -98,7 +56,7 @@ static mp_arena_t *make(size_t relearn_after) {
     o.relearn_after = relearn_after;
     mp_arena_t *a = NULL;
     MP_CHECK_OK(mp_arena_create(&o, &a));
-    nlive = 0;
+    mp_canary_forget();
     carry = 0;
     return a;
 }
@@ -115,12 +73,12 @@ static void test_switch(size_t relearn_after) {
     MP_CHECK_EQ_U64(st.iteration_length, 6);
     MP_CHECK_EQ_U64(st.relearns, 0);
     /* half an iteration of A whose blocks stay live across the switch */
-    uint64_t c = take(a, 512), h1 = take(a, 4096), h2;
-    give(a, carry);
+    uint64_t c = mp_canary_take(a, 512, NULL), h1 = mp_canary_take(a, 4096, NULL), h2;
+    mp_canary_give(a, carry);
     carry = c;
-    h2 = take(a, 8192);
-    give(a, h1);
-    h1 = take(a, 2048);
+    h2 = mp_canary_take(a, 8192, NULL);
+    mp_canary_give(a, h1);
+    h1 = mp_canary_take(a, 2048, NULL);
     mp_arena_stats(a, &st);
     uint64_t served_switch = st.served_arena;
     MP_CHECK(served_switch > 0);
@@ -152,9 +110,9 @@ static void test_switch(size_t relearn_after) {
     }
     /* A's blocks from before the switch: their canaries are intact and
      * they free (a retired region is released with its last block) */
-    give(a, h1);
-    give(a, h2);
-    give(a, carry);
+    mp_canary_give(a, h1);
+    mp_canary_give(a, h2);
+    mp_canary_give(a, carry);
     carry = 0;
     mp_arena_stats(a, &st);
     MP_CHECK_EQ_U64(st.retired_regions, 0);
@@ -185,7 +143,7 @@ static void test_stray(void) {
             loop_a(a, 0, 0);
         }
     }
-    give(a, carry);
+    mp_canary_give(a, carry);
     carry = 0;
     mp_arena_stats(a, &st);
     MP_CHECK_EQ_U64(st.relearns, 0);
@@ -205,7 +163,7 @@ int main(void) {
     test_switch(1);
     test_switch(0);
     test_stray();
-    MP_CHECK_EQ_U64(overlaps, 0);
-    MP_CHECK_EQ_U64(bad_canaries, 0);
+    MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
+    MP_CHECK_EQ_U64(mp_canary_bad, 0);
     return mp_test_finish("arena_relearn");
 }
