@@ -190,11 +190,11 @@ def main():
     t_start = time.time()
     rows = {"forward": [], "backward": [], "aten": []}
     failed = []
-    todo = entries(corpus, a.quick)
-    for i, (kind, stem) in enumerate(todo):
+    work = entries(corpus, a.quick)
+    for i, (kind, stem) in enumerate(work):
         path = os.path.join(corpus, stem + ".graph.json.gz")
         extra = ["--train"] if kind == "backward" else []
-        log("[%d/%d] %s %s" % (i + 1, len(todo), kind, stem))
+        log("[%d/%d] %s %s" % (i + 1, len(work), kind, stem))
         g, err = memplan_graph(a.memplan, path, extra)
         s, err2 = (None, None) if err else memplan_graph(a.memplan, path, extra + ["--order", "search"])
         if err or err2:
