@@ -115,6 +115,23 @@ static mp_status get_opt_id(const char *file, const json_t *v, const char *where
     return get_id(file, v, where, limit, what, out);
 }
 
+/* what[i].id of an entry of the tensors or nodes array, which must equal
+ * its index i (a smaller id is reported as a duplicate). */
+static mp_status get_index_id(const char *file, const json_t *v, const char *what,
+                              const char *noun, size_t i) {
+    char w[96];
+    uint64_t id = 0;
+    mp_status s;
+    snprintf(w, sizeof w, "%s[%zu].id", what, i);
+    if ((s = get_u64(file, json_object_get(v, "id"), w, &id))) return s;
+    if (id == i) return MP_OK;
+    if (id < i)
+        return bad(file, "%s: duplicate id %llu (%s[%llu] has it)", w, (unsigned long long)id,
+                   what, (unsigned long long)id);
+    return bad(file, "%s: expected %zu (a %s's id is its index), got %llu", w, i, noun,
+               (unsigned long long)id);
+}
+
 static mp_status get_bool(const char *file, const json_t *v, const char *where, int *out) {
     *out = 0;
     if (!v) return MP_OK;
@@ -189,15 +206,7 @@ static mp_status read_tensor(builder *b, size_t i, const json_t *v) {
     mp_status s;
     if (!json_is_object(v))
         return bad(file, "tensors[%zu]: expected an object, got %s", i, type_name(v));
-    uint64_t id = 0;
-    snprintf(w, sizeof w, "tensors[%zu].id", i);
-    if ((s = get_u64(file, json_object_get(v, "id"), w, &id))) return s;
-    if (id != i) {
-        if (id < i) return bad(file, "%s: duplicate id %llu (tensors[%llu] has it)", w,
-                               (unsigned long long)id, (unsigned long long)id);
-        return bad(file, "%s: expected %zu (a tensor's id is its index), got %llu", w, i,
-                   (unsigned long long)id);
-    }
+    if ((s = get_index_id(file, v, "tensors", "tensor", i))) return s;
     const char *str = "";
     snprintf(w, sizeof w, "tensors[%zu].name", i);
     if ((s = get_string(file, json_object_get(v, "name"), w, false, &str))) return s;
@@ -293,15 +302,7 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
     char w[96];
     mp_status s;
     if (!json_is_object(v)) return bad(file, "nodes[%zu]: expected an object, got %s", i, type_name(v));
-    uint64_t id = 0;
-    snprintf(w, sizeof w, "nodes[%zu].id", i);
-    if ((s = get_u64(file, json_object_get(v, "id"), w, &id))) return s;
-    if (id != i) {
-        if (id < i) return bad(file, "%s: duplicate id %llu (nodes[%llu] has it)", w,
-                               (unsigned long long)id, (unsigned long long)id);
-        return bad(file, "%s: expected %zu (a node's id is its index), got %llu", w, i,
-                   (unsigned long long)id);
-    }
+    if ((s = get_index_id(file, v, "nodes", "node", i))) return s;
     const char *str = "";
     snprintf(w, sizeof w, "nodes[%zu].name", i);
     if ((s = get_string(file, json_object_get(v, "name"), w, false, &str))) return s;
