@@ -870,4 +870,9 @@ void mp_exec_result_free(mp_exec_result_t *r);
 #ifdef __cplusplus
 }
 #endif
+
+/* recomputation: chen2016's mirror transform and policies, Revolve, the
+ * chain dynamic program, the budget contract (src/remat/) */
+#include "memplan_remat.h"
+
 #endif /* MEMPLAN_H */

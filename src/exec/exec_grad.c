@@ -64,6 +64,38 @@ static mp_status gbegin(mp__exec *x, size_t id, const mp_graph_node_t *nd, const
     return MP_OK;
 }
 
+/* The tensor holding forward value t (an input or output of the forward
+ * node) for this gradient node.  The node reads t itself, or -- after the
+ * recompute transform (src/remat/) -- a recomputed copy of it in t's place
+ * of the layout mp_graph_backward gives: dY first, then the forward values
+ * grad_needs declares (inputs, then outputs, each tensor once), so the copy
+ * is found by position.  Anything else is returned as is (gneed refuses it). */
+static size_t fval(const gctx *c, size_t t) {
+    const mp_graph_node_t *nd = c->nd, *f = c->f;
+    for (size_t i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] == t) return t;
+    unsigned needs = mp_op_info(f->op)->grad_needs;
+    size_t n_needed = 0, at = MP_GRAPH_NONE;
+    for (int pass = 0; pass < 2; pass++) {
+        if (!(needs & (pass ? MP_GRAD_NEEDS_OUTPUTS : MP_GRAD_NEEDS_INPUTS))) continue;
+        const size_t *v = pass ? f->outputs : f->inputs;
+        size_t n = pass ? f->n_outputs : f->n_inputs;
+        for (size_t i = 0; i < n; i++) {
+            bool seen = false;   /* listed before: inputs, then outputs before i */
+            for (size_t j = 0; j < i && !seen; j++) seen = v[j] == v[i];
+            for (size_t j = 0; pass && j < f->n_inputs && !seen && (needs & MP_GRAD_NEEDS_INPUTS); j++)
+                seen = f->inputs[j] == v[i];
+            if (seen) continue;
+            if (v[i] == t) at = n_needed;
+            n_needed++;
+        }
+    }
+    if (at == MP_GRAPH_NONE || n_needed > nd->n_inputs) return t;
+    return nd->inputs[nd->n_inputs - n_needed + at];
+}
+#define GIN(i) fval(&c, c.f->inputs[i])
+#define GOUT(k) fval(&c, c.f->outputs[k])
+
 /* MP_OK when the gradient node reads tensor t (so its value is live). */
 static mp_status gneed(const mp__exec *x, const gctx *c, size_t t) {
     for (size_t i = 0; i < c->nd->n_inputs; i++)
@@ -103,7 +135,7 @@ static mp_status run_unary_grad(mp__exec *x, size_t id, const mp_graph_node_t *n
         mp__xcopy(mp__xf(x, dx), mp__xf(x, c.dy), n);
         return MP_OK;
     }
-    size_t v = mp__k_unary_grad_from_output(op) ? c.f->outputs[0] : c.f->inputs[0];
+    size_t v = mp__k_unary_grad_from_output(op) ? GOUT(0) : GIN(0);
     NEED(v);
     if ((s = mp__xfloat(x, id, v)) != MP_OK) return s;
     mp__k_unary_backward(op, mp__xf(x, c.dy), mp__xf(x, v), mp__xf(x, dx), n);
@@ -130,7 +162,7 @@ static mp_status run_binary_grad(mp__exec *x, size_t id, const mp_graph_node_t *
     BEGIN;
     mp__kshape as, bs, ys;
     if ((s = mp__exec_binary_shapes(x, c.fid, c.f, &as, &bs, &ys)) != MP_OK) return s;
-    size_t da = gout(&c, 0), db = gout(&c, 1), ai = c.f->inputs[0], bi = c.f->inputs[1];
+    size_t da = gout(&c, 0), db = gout(&c, 1), ai = GIN(0), bi = GIN(1);
     if (op == MP__B_MUL) {
         if (db != MP_GRAPH_NONE) NEED(ai);
         if (da != MP_GRAPH_NONE) NEED(bi);
@@ -160,10 +192,10 @@ static mp_status g_linear(mp__exec *x, size_t id, const mp_graph_node_t *nd,
     uint64_t m, in, out;
     if ((s = mp__exec_linear_params(x, c.fid, &m, &in, &out)) != MP_OK) return s;
     size_t dx = gout(&c, 0), dw = gout(&c, 1), db = gout(&c, 2);
-    if (dw != MP_GRAPH_NONE) NEED(c.f->inputs[0]);
-    if (dx != MP_GRAPH_NONE) NEED(c.f->inputs[1]);
-    return mp__k_linear_backward(mp__xf(x, c.dy), mp__xf(x, c.f->inputs[0]),
-                                 mp__xf(x, c.f->inputs[1]), m, in, out, gptr(x, dx), gptr(x, dw),
+    if (dw != MP_GRAPH_NONE) NEED(GIN(0));
+    if (dx != MP_GRAPH_NONE) NEED(GIN(1));
+    return mp__k_linear_backward(mp__xf(x, c.dy), mp__xf(x, GIN(0)),
+                                 mp__xf(x, GIN(1)), m, in, out, gptr(x, dx), gptr(x, dw),
                                  gptr(x, db));
 }
 
@@ -173,10 +205,10 @@ static mp_status g_matmul(mp__exec *x, size_t id, const mp_graph_node_t *nd,
     mp__kshape as, bs, ys;
     if ((s = mp__exec_matmul_shapes(x, c.fid, c.f, &as, &bs, &ys)) != MP_OK) return s;
     size_t da = gout(&c, 0), db = gout(&c, 1);
-    if (db != MP_GRAPH_NONE) NEED(c.f->inputs[0]);
-    if (da != MP_GRAPH_NONE) NEED(c.f->inputs[1]);
-    return mp__k_matmul_backward(mp__xf(x, c.dy), &ys, mp__xf(x, c.f->inputs[0]), &as,
-                                 mp__xf(x, c.f->inputs[1]), &bs, gptr(x, da), gptr(x, db));
+    if (db != MP_GRAPH_NONE) NEED(GIN(0));
+    if (da != MP_GRAPH_NONE) NEED(GIN(1));
+    return mp__k_matmul_backward(mp__xf(x, c.dy), &ys, mp__xf(x, GIN(0)), &as,
+                                 mp__xf(x, GIN(1)), &bs, gptr(x, da), gptr(x, db));
 }
 
 static mp_status g_conv2d(mp__exec *x, size_t id, const mp_graph_node_t *nd,
@@ -185,10 +217,10 @@ static mp_status g_conv2d(mp__exec *x, size_t id, const mp_graph_node_t *nd,
     mp__conv p;
     if ((s = mp__exec_conv_params(x, c.fid, &c.fa, &p)) != MP_OK) return s;
     size_t dx = gout(&c, 0), dw = gout(&c, 1), db = gout(&c, 2);
-    if (dw != MP_GRAPH_NONE) NEED(c.f->inputs[0]);
-    if (dx != MP_GRAPH_NONE) NEED(c.f->inputs[1]);
-    return mp__k_conv2d_backward(&p, mp__xf(x, c.dy), mp__xf(x, c.f->inputs[0]),
-                                 mp__xf(x, c.f->inputs[1]), gptr(x, dx), gptr(x, dw), gptr(x, db));
+    if (dw != MP_GRAPH_NONE) NEED(GIN(0));
+    if (dx != MP_GRAPH_NONE) NEED(GIN(1));
+    return mp__k_conv2d_backward(&p, mp__xf(x, c.dy), mp__xf(x, GIN(0)),
+                                 mp__xf(x, GIN(1)), gptr(x, dx), gptr(x, dw), gptr(x, db));
 }
 
 /* ---- pooling, normalisation --------------------------------------------- */
@@ -201,8 +233,8 @@ static mp_status run_pool_grad(mp__exec *x, size_t id, const mp_graph_node_t *nd
     size_t dx = gout(&c, 0);
     if (dx == MP_GRAPH_NONE) return MP_OK;
     if (kind == 0) {
-        NEED(c.f->inputs[0]);
-        mp__k_maxpool2d_backward(&p, mp__xf(x, c.dy), mp__xf(x, c.f->inputs[0]), mp__xf(x, dx));
+        NEED(GIN(0));
+        mp__k_maxpool2d_backward(&p, mp__xf(x, c.dy), mp__xf(x, GIN(0)), mp__xf(x, dx));
         return MP_OK;
     }
     if (kind == 1) return mp__k_avgpool2d_backward(&p, mp__xf(x, c.dy), mp__xf(x, dx));
@@ -228,10 +260,10 @@ static mp_status run_norm_grad(mp__exec *x, size_t id, const mp_graph_node_t *nd
     uint64_t outer, ch, inner;
     if ((s = mp__exec_norm_params(x, c.fid, layer, &outer, &ch, &inner)) != MP_OK) return s;
     size_t dx = gout(&c, 0), dw = gout(&c, 1), db = gout(&c, 2);
-    size_t w = c.f->n_inputs > 1 ? c.f->inputs[1] : MP_GRAPH_NONE;
-    if (dx != MP_GRAPH_NONE || dw != MP_GRAPH_NONE) NEED(c.f->inputs[0]);
+    size_t w = c.f->n_inputs > 1 ? GIN(1) : MP_GRAPH_NONE;
+    if (dx != MP_GRAPH_NONE || dw != MP_GRAPH_NONE) NEED(GIN(0));
     if (dx != MP_GRAPH_NONE && w != MP_GRAPH_NONE) NEED(w);
-    const float *xv = mp__xf(x, c.f->inputs[0]), *wv = gptr(x, w);
+    const float *xv = mp__xf(x, GIN(0)), *wv = gptr(x, w);
     if (layer)
         s = mp__k_layernorm_backward(mp__xf(x, c.dy), xv, wv, outer, ch, c.fa.eps, gptr(x, dx),
                                      gptr(x, dw), gptr(x, db));
@@ -277,8 +309,8 @@ static mp_status g_softmax(mp__exec *x, size_t id, const mp_graph_node_t *nd,
     if ((s = mp__exec_softmax_params(x, c.fid, &c.fa, &o, &l, &i)) != MP_OK) return s;
     size_t dx = gout(&c, 0);
     if (dx == MP_GRAPH_NONE) return MP_OK;
-    NEED(c.f->outputs[0]);
-    mp__k_softmax_backward(mp__xf(x, c.dy), mp__xf(x, c.f->outputs[0]), mp__xf(x, dx), o, l, i);
+    NEED(GOUT(0));
+    mp__k_softmax_backward(mp__xf(x, c.dy), mp__xf(x, GOUT(0)), mp__xf(x, dx), o, l, i);
     return MP_OK;
 }
 
@@ -289,10 +321,10 @@ static mp_status g_xent(mp__exec *x, size_t id, const mp_graph_node_t *nd,
     if ((s = mp__exec_xent_params(x, c.fid, &n, &k)) != MP_OK) return s;
     size_t dl = gout(&c, 0);
     if (dl == MP_GRAPH_NONE) return MP_OK;
-    NEED(c.f->inputs[0]);
-    NEED(c.f->inputs[1]);
-    s = mp__k_softmax_xent_backward(mp__xf(x, c.dy)[0], mp__xf(x, c.f->inputs[0]),
-                                    x->addr[c.f->inputs[1]], n, k, mp__xf(x, dl));
+    NEED(GIN(0));
+    NEED(GIN(1));
+    s = mp__k_softmax_xent_backward(mp__xf(x, c.dy)[0], mp__xf(x, GIN(0)),
+                                    x->addr[GIN(1)], n, k, mp__xf(x, dl));
     if (s == MP_OK) return s;
     char why[256];
     snprintf(why, sizeof why, "%s", mp_last_error());

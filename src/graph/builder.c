@@ -592,3 +592,49 @@ mp_status mp_graph_with_order(const mp_graph_t *g, const size_t *order, mp_graph
     }
     return s;
 }
+
+/* ---- copies for the recompute transform (src/remat/apply.c) ------------------------ */
+
+/* Adds node `node` of g again (its op and attrs, the raw file attrs
+ * included, so the executor reads the same view arguments) over inputs in[]
+ * and producing out[] (existing tensors nothing produces yet). */
+mp_status mp__builder_copy_node(mp_graph_builder_t *b, const mp_graph_t *g, size_t node, const char *name,
+                                const size_t *in, size_t n_in, const size_t *out, size_t n_out, size_t *id) {
+    const char *call = "mp__builder_copy_node";
+    size_t n = n_tensors(b), v = n_nodes(b);
+    if (node >= g->n_nodes) return mp__err(MP_EINVAL, "%s: node %zu does not exist", call, node);
+    for (size_t k = 0; k < n_in; k++)
+        if (in[k] >= n) return mp__err(MP_EINVAL, "%s: input tensor %zu does not exist", call, in[k]);
+    for (size_t k = 0; k < n_out; k++)
+        if (out[k] >= n || b->producer[out[k]] != MP_GRAPH_NONE)
+            return mp__err(MP_EINVAL, "%s: output tensor %zu does not exist or is produced", call, out[k]);
+    json_t *o = json_object();
+    int bad = !o;
+    if (o) {
+        bad |= json_object_set_new(o, "id", json_integer((json_int_t)v));
+        bad |= json_object_set_new(o, "name", json_string(name ? name : ""));
+        bad |= json_object_set_new(o, "op", json_string(g->node[node].op));
+        bad |= json_object_set_new(o, "inputs", mp__json_id_array(in, n_in));
+        bad |= json_object_set_new(o, "outputs", mp__json_id_array(out, n_out));
+        if (g->attrs[node]) bad |= json_object_set(o, "attrs", g->attrs[node]);
+    }
+    if (bad || json_array_append_new(b->nodes, o)) {
+        if (bad) json_decref(o);
+        return MP__NOMEM();
+    }
+    for (size_t k = 0; k < n_out; k++) b->producer[out[k]] = v;
+    if (id) *id = v;
+    return MP_OK;
+}
+
+/* Replaces the inputs of node id (existing tensors). */
+mp_status mp__builder_set_inputs(mp_graph_builder_t *b, size_t id, const size_t *in, size_t n_in) {
+    size_t n = n_tensors(b);
+    json_t *o = json_array_get(b->nodes, id);
+    if (!o) return mp__err(MP_EINVAL, "mp__builder_set_inputs: node %zu does not exist", id);
+    for (size_t k = 0; k < n_in; k++)
+        if (in[k] >= n) return mp__err(MP_EINVAL, "mp__builder_set_inputs: tensor %zu does not exist", in[k]);
+    json_t *arr = mp__json_id_array(in, n_in);
+    if (!arr || json_object_set_new(o, "inputs", arr)) return MP__NOMEM();
+    return MP_OK;
+}

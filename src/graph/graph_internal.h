@@ -61,4 +61,10 @@ bool mp__op_is_conv(const char *op);
 /* The kind's name in the file ("input", "activation", ...); NULL if out of range. */
 const char *mp__tensor_kind_name(mp_tensor_kind k);
 
+/* Recompute transform helpers (builder.c): a copy of node `node` of g (op,
+ * attrs) over other tensors, and replacing a node's inputs. */
+mp_status mp__builder_copy_node(mp_graph_builder_t *b, const mp_graph_t *g, size_t node, const char *name,
+                                const size_t *in, size_t n_in, const size_t *out, size_t n_out, size_t *id);
+mp_status mp__builder_set_inputs(mp_graph_builder_t *b, size_t id, const size_t *in, size_t n_in);
+
 #endif /* MEMPLAN_GRAPH_INTERNAL_H */

@@ -1,0 +1,201 @@
+/* chain.c -- the context's chain of stages and plans from chain schedules:
+ * mp_remat_chain (stages between consecutive cuts, with the costs and sizes
+ * the chain algorithms model), mp_remat_plan_chain (a chain schedule as a
+ * plan), and the two chain policies: "revolve" (Griewank-Walther's
+ * binomial schedule, revolve.c) and "optimal" (the dynamic program,
+ * chain_dp.c).  O(forward nodes + schedule length x stage size). */
+#include "remat_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mp_chain_free(mp_chain_t *c) {
+    if (!c) return;
+    free(c->fwd_flops);
+    free(c->bwd_flops);
+    free(c->out_bytes);
+    free(c->all_bytes);
+    free(c->first_node);
+    memset(c, 0, sizeof *c);
+}
+
+/* Marks the roots of forward values that gradients read. */
+static mp_status grad_reads(const mp_remat_t *r, bool *mark) {
+    size_t n_order;
+    const size_t *order = mp_graph_order(r->train, &n_order);
+    for (size_t s = r->n_fwd; s < n_order; s++) {
+        const mp_graph_node_t *nd = mp_graph_node(r->train, order[s]);
+        for (size_t i = 0; i < nd->n_inputs; i++) {
+            size_t root = mp_graph_tensor(r->train, nd->inputs[i])->root;
+            if (mp__remat_producer(r, root) != MP_GRAPH_NONE) mark[root] = true;
+        }
+    }
+    return MP_OK;
+}
+
+mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {
+    if (!c) return mp__err(MP_EINVAL, "mp_remat_chain: NULL out");
+    memset(c, 0, sizeof *c);
+    if (!r) return mp__err(MP_EINVAL, "mp_remat_chain: NULL context");
+    size_t n = r->n_cuts + 1, nt = mp_graph_tensor_count(r->train);
+    c->n = n;
+    c->fwd_flops = calloc(n, sizeof *c->fwd_flops);
+    c->bwd_flops = calloc(n, sizeof *c->bwd_flops);
+    c->out_bytes = calloc(n, sizeof *c->out_bytes);
+    c->all_bytes = calloc(n, sizeof *c->all_bytes);
+    c->first_node = calloc(n + 1, sizeof *c->first_node);
+    bool *mark = calloc(nt ? nt : 1, sizeof *mark);
+    if (!c->fwd_flops || !c->bwd_flops || !c->out_bytes || !c->all_bytes || !c->first_node || !mark) {
+        free(mark);
+        mp_chain_free(c);
+        return MP__NOMEM();
+    }
+    for (size_t i = 0; i < r->n_cuts; i++) {
+        c->first_node[i + 1] = r->cut[i] + 1;
+        c->out_bytes[i] = r->cut_bytes[i];
+    }
+    c->first_node[n] = r->n_fwd;
+    grad_reads(r, mark);   /* + the crossing values: a stage's whole output */
+    for (size_t q = 0; q < r->cross_start[r->n_cuts]; q++) {
+        const mp_graph_node_t *nd = mp_graph_node(r->train, r->cross[q]);
+        for (size_t k = 0; k < nd->n_outputs; k++) mark[mp_graph_tensor(r->train, nd->outputs[k])->root] = true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t s = c->first_node[i]; s < c->first_node[i + 1]; s++) {
+            const mp_graph_node_t *nd = mp_graph_node(r->train, r->fwd_order[s]);
+            c->fwd_flops[i] += r->flops[r->fwd_order[s]];
+            for (size_t k = 0; k < nd->n_outputs; k++)
+                if (mark[nd->outputs[k]]) c->all_bytes[i] += mp_graph_tensor(r->train, nd->outputs[k])->bytes;
+        }
+        /* the gradients cost about twice the forward (one product for the
+         * input's gradient, one for the weight's) */
+        c->bwd_flops[i] = c->fwd_flops[i] > UINT64_MAX / 2 ? UINT64_MAX : 2 * c->fwd_flops[i];
+        c->all_bytes[i] = mp__max64(c->all_bytes[i], c->out_bytes[i]);
+    }
+    free(mark);
+    return MP_OK;
+}
+
+mp_status mp_remat_plan_chain(const mp_remat_t *r, const mp_chain_t *c, const mp_chain_op_t *ops, size_t n_ops,
+                              const char *policy, mp_remat_plan_t *out) {
+    if (!out) return mp__err(MP_EINVAL, "mp_remat_plan_chain: NULL out");
+    memset(out, 0, sizeof *out);
+    if (!r || !c || (n_ops && !ops)) return mp__err(MP_EINVAL, "mp_remat_plan_chain: NULL argument");
+    if (c->n != r->n_cuts + 1 || c->first_node[c->n] != r->n_fwd)
+        return mp__err(MP_EINVAL, "mp_remat_plan_chain: the chain is not this context's");
+    size_t cap = r->n_groups, ran = 0, k = 0;
+    for (size_t i = 0; i < n_ops; i++)
+        if (ops[i].kind == MP_CHAIN_FORWARD && ops[i].stage < c->n)
+            cap += c->first_node[ops[i].stage + 1] - c->first_node[ops[i].stage];
+    mp_remat_action_t *a = malloc((cap + 1) * sizeof *a);
+    if (!a) return MP__NOMEM();
+    size_t na = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        size_t st = ops[i].stage;
+        if (st >= c->n) {
+            free(a);
+            return mp__err(MP_EINVAL, "chain schedule: op %zu names stage %zu of %zu", i, st, c->n);
+        }
+        if (ops[i].kind == MP_CHAIN_FORWARD) {
+            if (ran < c->n) {   /* the first forward pass: stages in order, run already */
+                if (st != ran) {
+                    free(a);
+                    return mp__err(MP_EINVAL, "chain schedule: op %zu runs stage %zu during the first forward pass, expected %zu",
+                                   i, st, ran);
+                }
+                ran++;
+                continue;
+            }
+            for (size_t s = c->first_node[st]; s < c->first_node[st + 1]; s++)
+                a[na++] = (mp_remat_action_t){MP_REMAT_RECOMPUTE, r->fwd_order[s]};
+        } else if (ops[i].kind == MP_CHAIN_BACKWARD) {
+            while (k < r->n_groups && r->step_of[r->grp_node[k]] >= c->first_node[st])
+                a[na++] = (mp_remat_action_t){MP_REMAT_BACKWARD, r->grp_node[k++]};
+        } else {
+            free(a);
+            return mp__err(MP_EINVAL, "chain schedule: op %zu has unknown kind %d", i, (int)ops[i].kind);
+        }
+    }
+    out->n_forward = r->n_fwd;
+    out->n_actions = na;
+    out->action = a;
+    mp__remat_name(out, "%s", policy ? policy : "chain");
+    mp_status s = mp_remat_plan_validate(r, out);
+    if (s) mp_remat_plan_free(out);
+    return s;
+}
+
+/* The smallest s >= 1 whose binomial schedule recomputes at most n stage
+ * runs (one extra forward pass of a uniform chain), or the given one. */
+mp_status mp__remat_policy_revolve(const mp_remat_t *r, size_t slots, mp_remat_plan_t *out) {
+    mp_chain_t c;
+    mp_status s = mp_remat_chain(r, &c);
+    if (s) return s;
+    size_t n = c.n;
+    if (!slots)
+        for (slots = 1; slots < n && mp_revolve_cost(n, slots) > n; slots++) {
+        }
+    mp_chain_op_t *ops = NULL;
+    size_t n_ops = 0;
+    if (!(s = mp_revolve_schedule(n, slots, &ops, &n_ops))) {
+        char name[48];
+        snprintf(name, sizeof name, "revolve s=%zu", slots);
+        s = mp_remat_plan_chain(r, &c, ops, n_ops, name, out);
+    }
+    free(ops);
+    mp_chain_free(&c);
+    return s;
+}
+
+/* The modelled peak of keeping everything: the upper end of the DP's range. */
+static mp_status keep_all_peak(const mp_chain_t *c, uint64_t *peak) {
+    mp_chain_op_t *ops = malloc((2 * c->n + 1) * sizeof *ops);
+    if (!ops) return MP__NOMEM();
+    for (size_t i = 0; i < c->n; i++) {
+        ops[i] = (mp_chain_op_t){MP_CHAIN_FORWARD, i};
+        ops[c->n + i] = (mp_chain_op_t){MP_CHAIN_BACKWARD, c->n - 1 - i};
+    }
+    uint64_t extra;
+    mp_status s = mp_chain_simulate(c, ops, 2 * c->n, peak, &extra);
+    free(ops);
+    return s;
+}
+
+/* The DP's schedule at mem_limit; without one, the least modelled memory
+ * whose recomputation is at most one forward pass (bisection). */
+mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_remat_plan_t *out) {
+    mp_chain_t c;
+    mp_status s = mp_remat_chain(r, &c);
+    if (s) return s;
+    mp_chain_op_t *ops = NULL;
+    size_t n_ops = 0;
+    uint64_t extra, limit = mem_limit;
+    if (!limit) {
+        uint64_t lo = 0, hi;
+        if ((s = keep_all_peak(&c, &hi))) goto done;
+        while (lo + 1 < hi && hi - lo > hi / 1000) {   /* lo infeasible, hi feasible */
+            uint64_t mid = lo + (hi - lo) / 2;
+            free(ops);
+            ops = NULL;
+            mp_status t = mp_chain_optimal(&c, mid, 0, &ops, &n_ops, &extra);
+            if (t == MP_ENOMEM) {
+                s = t;
+                goto done;
+            }
+            if (!t && extra <= r->total_flops) hi = mid;
+            else lo = mid;
+        }
+        limit = hi;
+    }
+    free(ops);
+    ops = NULL;
+    if ((s = mp_chain_optimal(&c, limit, 0, &ops, &n_ops, &extra))) goto done;
+    char name[64];
+    snprintf(name, sizeof name, "optimal M=%llu", (unsigned long long)limit);
+    s = mp_remat_plan_chain(r, &c, ops, n_ops, name, out);
+done:
+    free(ops);
+    mp_chain_free(&c);
+    return s;
+}
