@@ -45,5 +45,6 @@ int cmd_strategies(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+int cmd_remat(int argc, char **argv);
 
 #endif

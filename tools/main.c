@@ -18,6 +18,7 @@ static const char usage[] =
     "  models      list the built-in models\n"
     "  trace       statistics, records, period and SVG of a malloc/free trace\n"
     "  graph       check a computation graph, derive its records and plan them\n"
+    "  remat       train in less memory: recomputation policies, budgets, --run\n"
     "\n"
     "'memplan COMMAND --help' describes one command.  Formats: docs/formats.md.\n";
 
@@ -25,7 +26,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"plan", cmd_plan},           {"check", cmd_check},   {"bounds", cmd_bounds},
         {"strategies", cmd_strategies}, {"models", cmd_models}, {"trace", cmd_trace},
-        {"graph", cmd_graph},
+        {"graph", cmd_graph},         {"remat", cmd_remat},
     };
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {

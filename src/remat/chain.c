@@ -77,13 +77,59 @@ mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {
     return MP_OK;
 }
 
+/* A chain of r: stages start at step 0 and after cuts, and end at the last
+ * forward step (merged chains skip cuts). */
+static bool chain_fits(const mp_remat_t *r, const mp_chain_t *c) {
+    if (!c->n || c->first_node[0] != 0 || c->first_node[c->n] != r->n_fwd) return false;
+    for (size_t i = 1, k = 0; i < c->n; i++) {
+        while (k < r->n_cuts && r->cut[k] + 1 < c->first_node[i]) k++;
+        if (k == r->n_cuts || r->cut[k] + 1 != c->first_node[i]) return false;
+    }
+    return true;
+}
+
+/* c with consecutive stages merged into at most max stages of about equal
+ * forward FLOPs (a merged stage: the FLOPs and kept values of its parts,
+ * the output of its last).  The DP's table grows as n^3: this keeps it
+ * within its stage limit on long chains (ResNet-1000, LSTM over 2048
+ * steps) at the price of coarser checkpoint positions. */
+static mp_status chain_merge(const mp_chain_t *c, size_t max, mp_chain_t *out) {
+    memset(out, 0, sizeof *out);
+    size_t n = c->n < max ? c->n : max;
+    out->fwd_flops = calloc(n, sizeof *out->fwd_flops);
+    out->bwd_flops = calloc(n, sizeof *out->bwd_flops);
+    out->out_bytes = calloc(n, sizeof *out->out_bytes);
+    out->all_bytes = calloc(n, sizeof *out->all_bytes);
+    out->first_node = calloc(n + 1, sizeof *out->first_node);
+    if (!out->fwd_flops || !out->bwd_flops || !out->out_bytes || !out->all_bytes || !out->first_node) {
+        mp_chain_free(out);
+        return MP__NOMEM();
+    }
+    double total = 0, acc = 0;
+    for (size_t i = 0; i < c->n; i++) total += (double)c->fwd_flops[i] + 1;
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        /* stage i joins group k; a group closes when its share is reached
+         * and enough stages remain for the other groups */
+        out->fwd_flops[k] += c->fwd_flops[i];
+        out->bwd_flops[k] += c->bwd_flops[i];
+        out->all_bytes[k] += c->all_bytes[i];
+        out->out_bytes[k] = c->out_bytes[i];
+        acc += (double)c->fwd_flops[i] + 1;
+        bool share_done = acc >= total * (double)(k + 1) / (double)n;
+        if (k + 1 < n && (share_done || c->n - 1 - i == n - 1 - k)) out->first_node[++k] = c->first_node[i + 1];
+    }
+    out->n = k + 1;
+    out->first_node[out->n] = c->first_node[c->n];
+    return MP_OK;
+}
+
 mp_status mp_remat_plan_chain(const mp_remat_t *r, const mp_chain_t *c, const mp_chain_op_t *ops, size_t n_ops,
                               const char *policy, mp_remat_plan_t *out) {
     if (!out) return mp__err(MP_EINVAL, "mp_remat_plan_chain: NULL out");
     memset(out, 0, sizeof *out);
     if (!r || !c || (n_ops && !ops)) return mp__err(MP_EINVAL, "mp_remat_plan_chain: NULL argument");
-    if (c->n != r->n_cuts + 1 || c->first_node[c->n] != r->n_fwd)
-        return mp__err(MP_EINVAL, "mp_remat_plan_chain: the chain is not this context's");
+    if (!chain_fits(r, c)) return mp__err(MP_EINVAL, "mp_remat_plan_chain: the chain is not this context's");
     size_t cap = r->n_groups, ran = 0, k = 0;
     for (size_t i = 0; i < n_ops; i++)
         if (ops[i].kind == MP_CHAIN_FORWARD && ops[i].stage < c->n)
@@ -133,12 +179,24 @@ mp_status mp__remat_policy_revolve(const mp_remat_t *r, size_t slots, mp_remat_p
     mp_status s = mp_remat_chain(r, &c);
     if (s) return s;
     size_t n = c.n;
-    if (!slots)
-        for (slots = 1; slots < n && mp_revolve_cost(n, slots) > n; slots++) {
-        }
     mp_chain_op_t *ops = NULL;
     size_t n_ops = 0;
-    if (!(s = mp_revolve_schedule(n, slots, &ops, &n_ops))) {
+    if (!slots) {
+        /* the fewest slots whose schedule recomputes at most one forward
+         * pass of this chain's FLOPs (stages differ in cost, so t(n, s)
+         * <= n is not enough); n slots always qualify (nothing recomputed) */
+        uint64_t fwd = 0, peak, extra;
+        for (size_t i = 0; i < n; i++) fwd += c.fwd_flops[i];
+        for (slots = 1; slots < n; slots++) {
+            if (mp_revolve_cost(n, slots) > n) continue;
+            if ((s = mp_revolve_schedule(n, slots, &ops, &n_ops))) break;
+            s = mp_chain_simulate(&c, ops, n_ops, &peak, &extra);
+            free(ops);
+            ops = NULL;
+            if (s || extra <= fwd) break;
+        }
+    }
+    if (!s && !(s = mp_revolve_schedule(n, slots, &ops, &n_ops))) {
         char name[48];
         snprintf(name, sizeof name, "revolve s=%zu", slots);
         s = mp_remat_plan_chain(r, &c, ops, n_ops, name, out);
@@ -164,9 +222,16 @@ static mp_status keep_all_peak(const mp_chain_t *c, uint64_t *peak) {
 
 /* The DP's schedule at mem_limit; without one, the least modelled memory
  * whose recomputation is at most one forward pass (bisection). */
+#define DP_STAGES 64     /* below chain_dp.c's limit: the DP grows as n^3 */
+#define DP_SEARCH_SLOTS 64
+#define DP_FINAL_SLOTS 160   /* the limit found to 1/160: a DP in about 0.1 s */
+
 mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_remat_plan_t *out) {
-    mp_chain_t c;
-    mp_status s = mp_remat_chain(r, &c);
+    mp_chain_t full, c;
+    mp_status s = mp_remat_chain(r, &full);
+    if (s) return s;
+    s = chain_merge(&full, DP_STAGES, &c);
+    mp_chain_free(&full);
     if (s) return s;
     mp_chain_op_t *ops = NULL;
     size_t n_ops = 0;
@@ -174,11 +239,13 @@ mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_r
     if (!limit) {
         uint64_t lo = 0, hi;
         if ((s = keep_all_peak(&c, &hi))) goto done;
-        while (lo + 1 < hi && hi - lo > hi / 1000) {   /* lo infeasible, hi feasible */
+        /* coarse units while searching: a finer DP at the limit found can
+         * only do better (less rounding up) */
+        while (lo + 1 < hi && hi - lo > hi / 100) {   /* lo infeasible, hi feasible */
             uint64_t mid = lo + (hi - lo) / 2;
             free(ops);
             ops = NULL;
-            mp_status t = mp_chain_optimal(&c, mid, 0, &ops, &n_ops, &extra);
+            mp_status t = mp_chain_optimal(&c, mid, DP_SEARCH_SLOTS, &ops, &n_ops, &extra);
             if (t == MP_ENOMEM) {
                 s = t;
                 goto done;
@@ -190,7 +257,7 @@ mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_r
     }
     free(ops);
     ops = NULL;
-    if ((s = mp_chain_optimal(&c, limit, 0, &ops, &n_ops, &extra))) goto done;
+    if ((s = mp_chain_optimal(&c, limit, mem_limit ? 0 : DP_FINAL_SLOTS, &ops, &n_ops, &extra))) goto done;
     char name[64];
     snprintf(name, sizeof name, "optimal M=%llu", (unsigned long long)limit);
     s = mp_remat_plan_chain(r, &c, ops, n_ops, name, out);

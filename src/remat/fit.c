@@ -44,9 +44,15 @@ static mp_status candidates(const mp_remat_t *r, const char *policy, cand *c, si
     static const char *const logn[] = {"logn=1", "logn=2", "logn=3"};
     *n = 0;
     bool any = false;
+    if (policy && strchr(policy, '=')) {   /* a policy with its parameter: that plan alone */
+        c[(*n)++] = (cand){C_NAMED, policy, 0};
+        return MP_OK;
+    }
     for (size_t i = 0; i < 3; i++)
         if (wants(policy, named[i])) c[(*n)++] = (cand){C_NAMED, named[i], 0}, any = true;
-    if (wants(policy, "logn") || (policy && !strncmp(policy, "logn=", 5))) {
+    if (policy && !strcmp(policy, "segments"))
+        return mp__err(MP_EINVAL, "budget: policy 'segments' needs its list (segments=A,B,...)");
+    if (wants(policy, "logn")) {
         for (size_t i = 0; i < 3; i++) c[(*n)++] = (cand){C_NAMED, logn[i], 0};
         any = true;
     }
