@@ -226,7 +226,7 @@ static mp_status keep_all_peak(const mp_chain_t *c, uint64_t *peak) {
 #define DP_SEARCH_SLOTS 64
 #define DP_FINAL_SLOTS 160   /* the limit found to 1/160: a DP in about 0.1 s */
 
-mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_remat_plan_t *out) {
+mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, size_t slots, mp_remat_plan_t *out) {
     mp_chain_t full, c;
     mp_status s = mp_remat_chain(r, &full);
     if (s) return s;
@@ -257,7 +257,7 @@ mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_r
     }
     free(ops);
     ops = NULL;
-    if ((s = mp_chain_optimal(&c, limit, mem_limit ? 0 : DP_FINAL_SLOTS, &ops, &n_ops, &extra))) goto done;
+    if ((s = mp_chain_optimal(&c, limit, mem_limit ? slots : DP_FINAL_SLOTS, &ops, &n_ops, &extra))) goto done;
     char name[64];
     snprintf(name, sizeof name, "optimal M=%llu", (unsigned long long)limit);
     s = mp_remat_plan_chain(r, &c, ops, n_ops, name, out);

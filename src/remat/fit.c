@@ -12,11 +12,12 @@
  *
  * Candidates: none, cheap, sqrt, logn=1..3, Alg. 3 at each point of the
  * Appendix A grid, Revolve with s = 1, 2, 3, 4, 6, 8, 12, 16, 24, 32
- * slots (below the stage count), and the chain DP at nine modelled limits
- * from the keep-all peak down to 5% of it.  A named policy restricts the
+ * slots (below the stage count), and the chain DP at 18 modelled limits
+ * from the keep-all model down by factors of 0.85 (to 6% of it).  A named policy restricts the
  * set to its own candidates.  O(candidates x evaluation). */
 #include "remat_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,12 @@ typedef struct cand {
     uint64_t param;        /* B, slots or modelled limit */
 } cand;
 
-#define MAX_CAND 48
+#define MAX_CAND 64
 
-static const double dp_fracs[] = {1.0, 0.7, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08, 0.05};
+/* the DP's modelled limits: the keep-all model times 0.85^k, k = 0..17
+ * (down to 6%), at 160 memory units each (about 0.1 s a DP) */
+#define DP_LADDER 18
+#define DP_LADDER_SLOTS 160
 static const size_t rev_slots[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 
 static bool wants(const char *policy, const char *name) {
@@ -70,7 +74,7 @@ static mp_status candidates(const mp_remat_t *r, const char *policy, cand *c, si
         any = true;
     }
     if (wants(policy, "optimal")) {
-        for (size_t i = 0; i < sizeof dp_fracs / sizeof *dp_fracs; i++) c[(*n)++] = (cand){C_OPTIMAL, NULL, i};
+        for (size_t i = 0; i < DP_LADDER; i++) c[(*n)++] = (cand){C_OPTIMAL, NULL, i};
         any = true;
     }
     if (!any)
@@ -95,8 +99,8 @@ static mp_status make(const mp_remat_t *r, const cand *c, uint64_t top, mp_remat
     if (c->kind == C_NAMED) return mp_remat_policy(r, c->name, p);
     if (c->kind == C_REVOLVE) return mp__remat_policy_revolve(r, (size_t)c->param, p);
     if (c->kind == C_OPTIMAL) {
-        uint64_t limit = (uint64_t)((double)top * dp_fracs[c->param]);
-        return mp__remat_policy_optimal(r, limit ? limit : 1, p);
+        uint64_t limit = (uint64_t)((double)top * pow(0.85, (double)c->param));
+        return mp__remat_policy_optimal(r, limit ? limit : 1, DP_LADDER_SLOTS, p);
     }
     uint32_t *m = mp__remat_mirror_new(r, 1);
     if (!m) return MP__NOMEM();

@@ -207,7 +207,7 @@ mp_status mp_remat_policy(const mp_remat_t *r, const char *policy, mp_remat_plan
     }
     if ((v = param(policy, "optimal", &is)), is) {
         if (v && (s = number_param(policy, v, 1, &x))) return s;
-        return mp__remat_policy_optimal(r, v ? x : 0, out);
+        return mp__remat_policy_optimal(r, v ? x : 0, 0, out);
     }
     return mp__err(MP_EINVAL, "unknown policy '%s' (none, segments=LIST, sqrt, cheap, budget, logn[=K], revolve[=S], optimal[=BYTES])",
                    policy);

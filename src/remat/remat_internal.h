@@ -64,6 +64,8 @@ void mp__remat_name(mp_remat_plan_t *p, const char *fmt, ...)
 mp_status mp__remat_policy_budget(const mp_remat_t *r, mp_remat_plan_t *out);
 mp_status mp__remat_budget_grid(const mp_remat_t *r, uint64_t *grid, size_t *n_grid);
 mp_status mp__remat_policy_revolve(const mp_remat_t *r, size_t slots, mp_remat_plan_t *out);
-mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, mp_remat_plan_t *out);
+/* The chain DP at mem_limit with `slots` units (0: the DP's default), or
+ * without a limit (0) the least one within one extra forward pass. */
+mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, size_t slots, mp_remat_plan_t *out);
 
 #endif /* MEMPLAN_REMAT_INTERNAL_H */

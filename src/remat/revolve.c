@@ -92,6 +92,7 @@ static void emit(rv_out *o, mp_chain_op_kind kind, size_t stage) {
  * t(l', c) = t(l, c) (the repetition numbers are r-1 and r, and Pascal's
  * rule adds the two binomials up); the smallest such l' is taken.  O(r c). */
 static uint64_t split(uint64_t l, uint64_t c) {
+    if (c == 1) return l - 1;   /* r = l - 1: the formula's answer, in O(1) */
     uint64_t r = repetitions(l, c);
     uint64_t lo1 = r >= 2 ? beta(c, r - 2, l) : 0;
     uint64_t b = beta(c - 1, r, l);
