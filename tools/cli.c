@@ -1,6 +1,8 @@
 /* cli.c -- helpers shared by the subcommands. */
 #include "cli.h"
 
+#include <ctype.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,4 +70,68 @@ void cli_json_string(const char *s) {
         else putchar(*p);
     }
     putchar('"');
+}
+
+
+/* Parses a byte count: digits, an optional fraction, an optional unit in
+ * any case ("3000000", "1.5G", "2GiB", "64KB"; no spaces, no sign, no
+ * exponent).  Returns NULL and sets *out, or says what is wrong. */
+const char *cli_parse_size(const char *s, uint64_t *out) {
+    static const struct { const char *unit; uint64_t mult; } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"k", 1ull << 10},
+        {"kib", 1ull << 10},
+        {"kb", 1000ull},
+        {"m", 1ull << 20},
+        {"mib", 1ull << 20},
+        {"mb", 1000000ull},
+        {"g", 1ull << 30},
+        {"gib", 1ull << 30},
+        {"gb", 1000000000ull},
+        {"t", 1ull << 40},
+        {"tib", 1ull << 40},
+        {"tb", 1000000000000ull},
+    };
+    const char *p = s;
+    if (!*p) return "empty";
+    if (*p == '-') return "negative";
+    if (!isdigit((unsigned char)*p))
+        return "not a size (want bytes, or a number with K, M, G, KiB, MiB, GiB, KB, MB or GB)";
+    uint64_t ip = 0, frac = 0, scale = 1;
+    bool overflow = false, has_frac = false;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (ip > (UINT64_MAX - d) / 10) overflow = true;
+        else ip = ip * 10 + d;
+    }
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p)) return "not a size (a digit must follow the '.')";
+        has_frac = true;
+        /* Six decimals count (frac * mult then fits in 64 bits); the result
+         * is rounded down to a whole byte anyway. */
+        for (; isdigit((unsigned char)*p); p++)
+            if (scale < 1000000) frac = frac * 10 + (uint64_t)(*p - '0'), scale *= 10;
+    }
+    char unit[4];
+    size_t k = 0;
+    for (const char *u = p; *u; u++) {
+        if (k == sizeof unit - 1) return "unknown unit (want K, M, G, T, KiB, ..., KB, ... or none)";
+        unit[k++] = (char)tolower((unsigned char)*u);
+    }
+    unit[k] = 0;
+    uint64_t mult = 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(unit, units[i].unit)) mult = units[i].mult;
+    if (!mult) return "unknown unit (want K, M, G, T, KiB, ..., KB, ... or none)";
+    if (has_frac && frac && mult == 1) return "a fraction of a byte";
+    if (overflow || (ip && mult > UINT64_MAX / ip)) return "too large (over 2^64-1 bytes)";
+    uint64_t v = ip * mult;
+    uint64_t f = frac * mult / scale;    /* frac < 10^6, mult <= 2^40: no overflow */
+    if (f > UINT64_MAX - v) return "too large (over 2^64-1 bytes)";
+    v += f;
+    if (!v) return "must be positive";
+    *out = v;
+    return NULL;
 }

@@ -20,6 +20,11 @@ void cli_default_align(mp_buffer_t *b, size_t n, uint64_t align);
 /* Parses a positive decimal option value; prints an error on failure. */
 bool cli_parse_u64(const char *opt, const char *text, uint64_t *out);
 
+/* Parses a byte count: digits, an optional fraction, an optional unit in
+ * any case ("3000000", "1.5G", "2GiB", "64KB").  NULL and *out set, or
+ * what is wrong with it. */
+const char *cli_parse_size(const char *s, uint64_t *out);
+
 /* "4.594 MiB"-style rendering into buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 

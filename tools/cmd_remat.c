@@ -7,7 +7,7 @@
  * training step and compares it bit for bit with the plain one.  Nothing
  * is printed on stdout before everything has been computed, so an error
  * leaves no partial output. */
-#include "cli.h"
+#include "remat_cli.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -72,12 +72,6 @@ static const char usage_line[] =
     "                     [--run] [--seed N] [--json] [--svg FILE] [--graph-out FILE] GRAPH\n"
     "'memplan remat --help' describes the options and the policies.\n";
 
-typedef struct opts {
-    const char *path, *policy, *strategy, *svg, *graph_out;
-    bool json, run, persistent, has_budget;
-    uint64_t budget, seed;
-} opts;
-
 static int usage(const char *msg, const char *arg) {
     fprintf(stderr, "memplan remat: %s%s%s\n%s", msg, arg ? " " : "", arg ? arg : "", usage_line);
     return EXIT_INPUT;
@@ -86,71 +80,6 @@ static int usage(const char *msg, const char *arg) {
 static int fail(void) {
     fprintf(stderr, "memplan remat: %s\n", mp_last_error());
     return EXIT_INPUT;
-}
-
-/* ---- --budget SIZE ---------------------------------------------------------- */
-
-/* Parses a byte count: digits, an optional fraction, an optional unit in
- * any case ("3000000", "1.5G", "2GiB", "64KB"; no spaces, no sign, no
- * exponent).  Returns NULL and sets *out, or says what is wrong. */
-static const char *parse_size(const char *s, uint64_t *out) {
-    static const struct { const char *unit; uint64_t mult; } units[] = {
-        {"", 1},
-        {"b", 1},
-        {"k", 1ull << 10},
-        {"kib", 1ull << 10},
-        {"kb", 1000ull},
-        {"m", 1ull << 20},
-        {"mib", 1ull << 20},
-        {"mb", 1000000ull},
-        {"g", 1ull << 30},
-        {"gib", 1ull << 30},
-        {"gb", 1000000000ull},
-        {"t", 1ull << 40},
-        {"tib", 1ull << 40},
-        {"tb", 1000000000000ull},
-    };
-    const char *p = s;
-    if (!*p) return "empty";
-    if (*p == '-') return "negative";
-    if (!isdigit((unsigned char)*p))
-        return "not a size (want bytes, or a number with K, M, G, KiB, MiB, GiB, KB, MB or GB)";
-    uint64_t ip = 0, frac = 0, scale = 1;
-    bool overflow = false, has_frac = false;
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (ip > (UINT64_MAX - d) / 10) overflow = true;
-        else ip = ip * 10 + d;
-    }
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p)) return "not a size (a digit must follow the '.')";
-        has_frac = true;
-        /* Six decimals count (frac * mult then fits in 64 bits); the result
-         * is rounded down to a whole byte anyway. */
-        for (; isdigit((unsigned char)*p); p++)
-            if (scale < 1000000) frac = frac * 10 + (uint64_t)(*p - '0'), scale *= 10;
-    }
-    char unit[4];
-    size_t k = 0;
-    for (const char *u = p; *u; u++) {
-        if (k == sizeof unit - 1) return "unknown unit (want K, M, G, T, KiB, ..., KB, ... or none)";
-        unit[k++] = (char)tolower((unsigned char)*u);
-    }
-    unit[k] = 0;
-    uint64_t mult = 0;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(unit, units[i].unit)) mult = units[i].mult;
-    if (!mult) return "unknown unit (want K, M, G, T, KiB, ..., KB, ... or none)";
-    if (has_frac && frac && mult == 1) return "a fraction of a byte";
-    if (overflow || (ip && mult > UINT64_MAX / ip)) return "too large (over 2^64-1 bytes)";
-    uint64_t v = ip * mult;
-    uint64_t f = frac * mult / scale;    /* frac < 10^6, mult <= 2^40: no overflow */
-    if (f > UINT64_MAX - v) return "too large (over 2^64-1 bytes)";
-    v += f;
-    if (!v) return "must be positive";
-    *out = v;
-    return NULL;
 }
 
 /* ---- options ------------------------------------------------------------------ */
@@ -219,7 +148,7 @@ static int parse(int argc, char **argv, opts *o) {
             }
             o->policy = v;
         } else if (which == 1) {
-            const char *why = parse_size(v, &o->budget);
+            const char *why = cli_parse_size(v, &o->budget);
             if (why) {
                 fprintf(stderr, "memplan remat: --budget '%s': %s\n", v, why);
                 return EXIT_INPUT;
@@ -290,39 +219,6 @@ static void fit_progress(void *ctx, size_t done, size_t total) {
 }
 
 /* ---- evaluating, running ---------------------------------------------------------- */
-
-typedef struct row {
-    char name[128];            /* the policy asked for, or the plan's for --budget */
-    char plan[64];             /* what the plan calls itself */
-    char *error;               /* why the policy does not apply (malloc'ed) */
-    mp_status status;
-    mp_remat_eval_t e;
-    double seconds;            /* making and evaluating the plan */
-    double run_s;              /* executing it (--run), not in seconds */
-    bool ran, identical;
-    char differ[160];          /* the first output that differs */
-    size_t outputs;
-} row;
-
-typedef struct state {
-    opts o;
-    mp_graph_t *fwd;
-    mp_remat_t *r;
-    row *rows;
-    size_t n_rows;
-    uint64_t none_peak;
-    bool have_none;
-    uint64_t forward_flops;
-    mp_exec_result_t plain;    /* the plain step, naive (for --run) */
-    bool have_plain;
-    /* the plan drawn (--svg) and written (--graph-out) */
-    size_t drawn;
-    mp_graph_t *graph;
-    mp_graph_plan_t gplan;
-    /* --budget */
-    mp_remat_fit_t fit;
-    bool fitted;
-} state;
 
 static bool need_graph(const opts *o) { return o->run || o->svg || o->graph_out; }
 
@@ -546,18 +442,6 @@ static int run_fit(state *s) {
     return EXIT_OK;
 }
 
-static const char *flops_human(uint64_t f, char *buf, size_t len) {
-    static const char *unit[] = {"", "K", "M", "G", "T", "P", "E"};
-    double v = (double)f;
-    int u = 0;
-    while (v >= 1000.0 && u < 6) v /= 1000.0, u++;
-    if (u == 0) snprintf(buf, len, "%llu FLOP", (unsigned long long)f);
-    else snprintf(buf, len, "%.2f %sFLOP", v, unit[u]);
-    return buf;
-}
-
-static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
-
 /* --svg and --graph-out, before anything is printed.  Each file is written
  * whole or not at all (a temporary file renamed); when the second fails,
  * the first is removed too, so a failure leaves neither. */
@@ -572,7 +456,7 @@ static int write_files(state *s) {
         const char *model = mp_graph_model_name(s->fwd);
         snprintf(title, sizeof title, "%s, recomputation %s: peak %s, +%.1f%% forward FLOPs",
                  *model ? model : s->o.path, w->plan[0] ? w->plan : w->name,
-                 cli_human(w->e.peak, h, sizeof h), pct(w->e.extra_flops, w->e.forward_flops));
+                 cli_human(w->e.peak, h, sizeof h), remat_pct(w->e.extra_flops, w->e.forward_flops));
         mp_status st = mp_graph_plan_records(s->graph, &s->gplan, &b, &n, &plan);
         if (st == MP_OK) st = mp_plan_write_svg(s->o.svg, b, n, &plan, w->e.lower_bound, title);
         free(b);
@@ -585,123 +469,6 @@ static int write_files(state *s) {
         return rc;
     }
     return EXIT_OK;
-}
-
-/* ---- printing ---------------------------------------------------------------------- */
-
-static void print_json(const state *s) {
-    const opts *o = &s->o;
-    printf("{\"graph\":");
-    cli_json_string(o->path);
-    printf(",\"model\":");
-    cli_json_string(mp_graph_model_name(s->fwd));
-    printf(",\"forward_nodes\":%zu,\"training_nodes\":%zu,\"forward_flops\":%llu",
-           mp_remat_forward_count(s->r), mp_graph_node_count(mp_remat_graph(s->r)),
-           (unsigned long long)s->forward_flops);
-    printf(",\"strategy\":");
-    cli_json_string(o->strategy);
-    printf(",\"include_persistent\":%s,\"none_peak\":%llu", o->persistent ? "true" : "false",
-           (unsigned long long)s->none_peak);
-    if (s->fitted) {
-        const row *w = &s->rows[0];
-        printf(",\"fit\":{\"budget\":%llu,\"feasible\":%s,\"min_peak\":%llu,\"candidates\":%zu,"
-               "\"policy\":",
-               (unsigned long long)o->budget, s->fit.feasible ? "true" : "false",
-               (unsigned long long)s->fit.min_peak, s->fit.candidates);
-        cli_json_string(w->plan);
-        printf(",\"peak\":%llu,\"extra_flops\":%llu}", (unsigned long long)w->e.peak,
-               (unsigned long long)w->e.extra_flops);
-    }
-    printf(",\"policies\":[");
-    for (size_t i = 0; i < s->n_rows; i++) {
-        const row *w = &s->rows[i];
-        printf("%s{\"policy\":", i ? "," : "");
-        cli_json_string(w->name);
-        if (w->status != MP_OK) {
-            printf(",\"error\":");
-            cli_json_string(w->error ? w->error : "");
-            printf(",\"seconds\":%.6f}", w->seconds);
-            continue;
-        }
-        printf(",\"plan\":");
-        cli_json_string(w->plan);
-        printf(",\"peak\":%llu,\"lower_bound\":%llu,\"ratio\":%.6f,\"extra_flops\":%llu,"
-               "\"extra_pct\":%.3f,\"recomputed\":%zu,\"kept\":%zu,\"nodes\":%zu,\"seconds\":%.6f",
-               (unsigned long long)w->e.peak, (unsigned long long)w->e.lower_bound,
-               s->none_peak ? (double)w->e.peak / (double)s->none_peak : 1.0,
-               (unsigned long long)w->e.extra_flops, pct(w->e.extra_flops, w->e.forward_flops),
-               w->e.recomputed, w->e.kept, w->e.nodes, w->seconds);
-        if (w->ran) {
-            printf(",\"identical\":%s", w->identical ? "true" : "false");
-            if (!w->identical) {
-                printf(",\"differs\":");
-                cli_json_string(w->differ);
-            }
-        }
-        if (s->graph && i == s->drawn) printf(",\"drawn\":true");
-        putchar('}');
-    }
-    printf("]}\n");
-}
-
-static void print_text(const state *s) {
-    const opts *o = &s->o;
-    char h[32], h2[32], f[32];
-    const char *model = mp_graph_model_name(s->fwd);
-    const mp_graph_t *train = mp_remat_graph(s->r);
-    printf("graph          %s (%s)\n", o->path, *model ? model : "unnamed");
-    printf("training       %zu forward nodes (%s per forward pass), %zu nodes with the "
-           "backward pass\n",
-           mp_remat_forward_count(s->r), flops_human(s->forward_flops, f, sizeof f),
-           mp_graph_node_count(train));
-    printf("placement      %s, %s\n", o->strategy,
-           o->persistent ? "parameters and gradients counted"
-                         : "activations only (parameters and gradients not counted)");
-    printf("no recompute   %s\n", cli_human(s->none_peak, h, sizeof h));
-    if (s->fitted) {
-        const row *w = &s->rows[0];
-        printf("budget         %s (%llu B): %s fits, %zu candidate plans evaluated, smallest "
-               "peak %s\n",
-               cli_human(o->budget, h, sizeof h), (unsigned long long)o->budget, w->plan,
-               s->fit.candidates, cli_human(s->fit.min_peak, h2, sizeof h2));
-    }
-    printf("\n%-22s %14s %14s %7s %24s %10s %6s %7s %9s\n", "policy", "peak", "lower bound",
-           "/ none", "extra forward FLOPs", "recomputed", "kept", "nodes", "plan ms");
-    for (size_t i = 0; i < s->n_rows; i++) {
-        const row *w = &s->rows[i];
-        const char *name = s->fitted ? w->plan : w->name;
-        if (w->status != MP_OK) {
-            printf("%-22s no plan: %s\n", name, w->error ? w->error : "");
-            continue;
-        }
-        char extra[48];
-        snprintf(extra, sizeof extra, "%s (%.1f%%)", flops_human(w->e.extra_flops, f, sizeof f),
-                 pct(w->e.extra_flops, w->e.forward_flops));
-        printf("%-22s %14s %14s %7.3f %24s %10zu %6zu %7zu %9.1f\n", name,
-               cli_human(w->e.peak, h, sizeof h), cli_human(w->e.lower_bound, h2, sizeof h2),
-               s->none_peak ? (double)w->e.peak / (double)s->none_peak : 1.0, extra,
-               w->e.recomputed, w->e.kept, w->e.nodes, w->seconds * 1000.0);
-        if (!s->fitted && w->plan[0] && strcmp(w->plan, w->name)) printf("%-22s   plan: %s\n", "", w->plan);
-    }
-    bool any_run = false;
-    for (size_t i = 0; i < s->n_rows; i++) {
-        const row *w = &s->rows[i];
-        if (!w->ran) continue;
-        if (!any_run) putchar('\n');
-        any_run = true;
-        const char *name = s->fitted ? w->plan : w->name;
-        if (w->identical)
-            printf("run %-18s %zu outputs bit-identical to the plain step (%.3f s)\n", name,
-                   w->outputs, w->run_s);
-        else printf("run %-18s %s DIFFERS from the plain step\n", name, w->differ);
-    }
-    if (s->graph && (o->svg || o->graph_out)) {
-        const row *w = &s->rows[s->drawn];
-        if (!any_run) putchar('\n');
-        const char *name = w->plan[0] ? w->plan : w->name;
-        if (o->svg) printf("svg            %s: the placement of %s\n", o->svg, name);
-        if (o->graph_out) printf("graph out      %s: the training graph of %s\n", o->graph_out, name);
-    }
 }
 
 int cmd_remat(int argc, char **argv) {
@@ -739,8 +506,8 @@ int cmd_remat(int argc, char **argv) {
     if (rc) goto done;
     if ((rc = none_peak(&s))) goto done;
     if ((rc = write_files(&s))) goto done;
-    if (o->json) print_json(&s);
-    else print_text(&s);
+    if (o->json) remat_print_json(&s);
+    else remat_print_text(&s);
 
     rc = EXIT_OK;
     for (size_t i = 0; i < s.n_rows; i++) {
