@@ -723,11 +723,17 @@ typedef struct mp_backward_opts_t {
     int add_loss;           /* when g has no loss: append softmax_xent of the
                                single output (logits [N, K]) against a new
                                int64 input "target" [N] */
+    int accumulate;         /* add each gradient contribution as it arrives
+                               (a chain of in-place-capable "add" nodes)
+                               instead of one sum_n after the last: a weight
+                               shared by T steps of an RNN then needs one
+                               accumulator, not T live contributions (MXNet's
+                               in-place accumulation, chen2016 sec. 5.3) */
 } mp_backward_opts_t;
 
 typedef struct mp_backward_stats_t {
     size_t forward_nodes, backward_nodes;
-    size_t aggregations;    /* sum_n nodes */
+    size_t aggregations;    /* sum_n nodes (accumulate: add nodes) */
     size_t pruned;          /* forward nodes given no gradient node */
     size_t param_grads;
 } mp_backward_stats_t;

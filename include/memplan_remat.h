@@ -42,6 +42,8 @@ typedef struct mp_remat_t mp_remat_t;   /* opaque: a training graph and its anal
 
 typedef struct mp_remat_opts_t {
     int add_loss;              /* as mp_backward_opts_t (default 1) */
+    int accumulate;            /* as mp_backward_opts_t (default 1: running sums
+                                  of gradient contributions) */
     int include_persistent;    /* count parameters and gradients in peaks (default 0:
                                   chen2016's "feature map" memory) */
     int inplace, share;        /* the graph plan under the placement (default 1, 1) */
@@ -233,11 +235,16 @@ mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *out);
 void mp_chain_free(mp_chain_t *c);
 
 /* Revolve (Griewank & Walther, ACM TOMS 26(1) 2000): the least number of
- * forward stage runs t(n, s) that reverse a chain of n stages with s
- * checkpoint slots besides the input, not counting the first forward pass
- * (= sum over the binomial recursion; UINT64_MAX when s = 0 and n > 1).
- * Closed form: with r the least integer with C(s+r, s) >= n,
- * t(n, s) = r*n - C(s+r, s-1)... the exact expression is in revolve.c. */
+ * recomputed stage runs t(n, s) (FORWARDs after the first pass) that
+ * reverse the uniform chain of n stages with s checkpoint slots, one of
+ * which holds the input throughout (Griewank-Walther's convention): at every
+ * op at most s - 1 live stage outputs that the op neither reads nor makes
+ * and that are not the output of the stage whose BACKWARD comes next (unit
+ * sizes: peak <= s + 2).  With r the least integer with C(s+r, s) >= n:
+ *     t(n, s) = (r-1)*n - C(s+r, s+1) + 1      (n >= 1, s >= 1),
+ * t(0, s) = t(1, s) = 0, UINT64_MAX when s = 0 and n > 1 (and past 64 bits).
+ * Griewank-Walther's r*n - C(s+r, r-1) counts the first pass's n-1 advances
+ * too.  docs/remat-chains.md. */
 uint64_t mp_revolve_cost(uint64_t n, uint64_t s);
 
 /* A schedule reaching t(n, s) on the uniform chain of n stages with at most

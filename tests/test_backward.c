@@ -137,7 +137,7 @@ static mp_graph_t *finish(mp_graph_builder_t *b, size_t out) {
 }
 
 static mp_graph_t *backward(const mp_graph_t *fwd, mp_backward_stats_t *st) {
-    mp_backward_opts_t o = {1};
+    mp_backward_opts_t o = {.add_loss = 1};
     mp_graph_t *g = NULL;
     if (!MP_CHECK_OK(mp_graph_backward(fwd, &o, &g, st))) return NULL;
     return g;
@@ -450,7 +450,7 @@ static void test_param_view(void) {
 static void test_refuse(void) {
     mp_graph_t *t, *g = (mp_graph_t *)1;
     if (MP_CHECK_OK(mp_graph_load("../bench/corpus/train/resnet18-b16.graph.json.gz", &t))) {
-        mp_backward_opts_t o = {1};
+        mp_backward_opts_t o = {.add_loss = 1};
         MP_CHECK(mp_graph_backward(t, &o, &g, NULL) == MP_EINVAL);
         MP_CHECK(g == NULL && strstr(mp_last_error(), "already has gradients"));
         mp_graph_free(t);
@@ -461,11 +461,11 @@ static void test_refuse(void) {
     size_t x = tensor(b, "idx", "int64", MP_TENSOR_INPUT, 1, (uint64_t[]){3});
     mp_graph_t *fwd = NULL;
     MP_CHECK_OK(mp_graph_builder_finish(b, NULL, &x, 1, MP_GRAPH_NONE, &fwd));
-    MP_CHECK(mp_graph_backward(fwd, &(mp_backward_opts_t){1}, &g, NULL) == MP_EINVAL);
+    MP_CHECK(mp_graph_backward(fwd, &(mp_backward_opts_t){.add_loss = 1}, &g, NULL) == MP_EINVAL);
     MP_CHECK(strstr(mp_last_error(), "int64"));
     mp_graph_free(fwd);
     MP_CHECK_OK(mp_graph_builder_finish(b, NULL, NULL, 0, MP_GRAPH_NONE, &fwd));
-    MP_CHECK(mp_graph_backward(fwd, &(mp_backward_opts_t){1}, &g, NULL) == MP_EINVAL);
+    MP_CHECK(mp_graph_backward(fwd, &(mp_backward_opts_t){.add_loss = 1}, &g, NULL) == MP_EINVAL);
     mp_graph_free(fwd);
     mp_graph_builder_free(b);
     /* a backward graph cannot be differentiated again */
@@ -568,7 +568,7 @@ static void test_corpus(void) {
         mp_graph_t *fwd, *g;
         if (!MP_CHECK_OK(mp_graph_load(path, &fwd))) continue;
         mp_backward_stats_t st;
-        mp_backward_opts_t o = {1};
+        mp_backward_opts_t o = {.add_loss = 1};
         if (MP_CHECK_OK(mp_graph_backward(fwd, &o, &g, &st))) {
             uint64_t train = validate(g);
             mp_buffer_t *b;

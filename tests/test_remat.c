@@ -6,7 +6,8 @@
  * run on its planned arena with NaN poisoning, and its loss and every
  * parameter gradient compared bit for bit with the naive run of the plain
  * training graph; the arena the run used equals the planned peak.  Also:
- * m = 0 gives mp_graph_backward's graph node for node; sqrt(n) and log n
+ * m = 0 gives mp_graph_backward's graph node for node; accumulated
+ * gradients equal summed ones bit for bit, with a lower peak; sqrt(n) and log n
  * plans have the memory of sec. 4's formulas on uniform chains; Alg. 3 on a
  * hand-worked chain; the budget contract on random graphs (accepted =>
  * peak <= budget, extra compute non-increasing in the budget, infeasible
@@ -213,7 +214,7 @@ static mp_remat_t *prove_all(mp_graph_t *fwd, const char *what) {
 static void test_identity(void) {
     mp_graph_t *fwd = resnet(2), *t = NULL, *g = NULL;
     mp_remat_t *r = NULL;
-    mp_backward_opts_t bo = {.add_loss = 1};
+    mp_backward_opts_t bo = {.add_loss = 1, .accumulate = 1};
     if (!MP_CHECK_OK(mp_graph_backward(fwd, &bo, &t, NULL)) || !MP_CHECK_OK(mp_remat_new(fwd, NULL, &r))) goto out;
     mp_remat_plan_t p;
     if (!MP_CHECK_OK(mp_remat_policy(r, "none", &p))) goto out;
@@ -236,6 +237,43 @@ out:
     mp_graph_free(t);
     mp_graph_free(fwd);
     mp_remat_free(r);
+}
+
+/* accumulate (the default of mp_remat_opts_t): each gradient contribution
+ * is added as it arrives.  On the LSTM, whose four weights get a
+ * contribution from every step, the plain step's peak drops (one running
+ * sum instead of every step's contribution at once) and the loss and
+ * gradients are bit-identical to the sum_n graph (both add left to right). */
+static void test_accumulate(void) {
+    mp_graph_t *fwd = lstm(8), *g[2] = {NULL, NULL};
+    mp_exec_result_t res[2];
+    uint64_t peak[2] = {0, 0};
+    for (int acc = 0; acc < 2; acc++) {
+        mp_backward_opts_t bo = {.add_loss = 1, .accumulate = acc};
+        mp_backward_stats_t st;
+        mp_exec_opts_t o = {.seed = 3, .poison = 1};
+        memset(&res[acc], 0, sizeof res[acc]);
+        if (!MP_CHECK_OK(mp_graph_backward(fwd, &bo, &g[acc], &st))) continue;
+        MP_CHECK(st.aggregations > 0);
+        MP_CHECK_OK(mp_graph_peak(g[acc], NULL, 0, &peak[acc]));
+        MP_CHECK_OK(mp_exec_run(g[acc], &o, &res[acc]));
+    }
+    if (g[0] && g[1]) {
+        fprintf(stderr, "  lstm(8) plain peak: sum_n %llu, accumulate %llu bytes\n", (unsigned long long)peak[0],
+                (unsigned long long)peak[1]);
+        MP_CHECK(peak[1] < peak[0]);
+        size_t n0, n1;
+        const size_t *o0 = mp_graph_outputs(g[0], &n0), *o1 = mp_graph_outputs(g[1], &n1);
+        MP_CHECK_EQ_U64(n0, n1);
+        for (size_t k = 0; k < n0 && k < n1; k++)
+            MP_CHECK(res[0].data[o0[k]] && res[1].data[o1[k]] && res[0].bytes[o0[k]] == res[1].bytes[o1[k]] &&
+                     !memcmp(res[0].data[o0[k]], res[1].data[o1[k]], res[0].bytes[o0[k]]));
+    }
+    for (int acc = 0; acc < 2; acc++) {
+        mp_exec_result_free(&res[acc]);
+        mp_graph_free(g[acc]);
+    }
+    mp_graph_free(fwd);
 }
 
 /* Peak of a policy on the uniform chain of n stages, and its recomputes. */
@@ -401,6 +439,7 @@ int main(int argc, char **argv) {
     (void)argc;
     (void)argv;
     test_identity();
+    test_accumulate();
     test_alg3();
     test_errors();
     test_formulas();

@@ -20,6 +20,8 @@ static const char help[] =
     "\n"
     "  --train               add the backward pass (and a softmax cross-entropy loss\n"
     "                        when the graph has none) before planning\n"
+    "  --accumulate          --train, adding each gradient contribution as it\n"
+    "                        arrives (in-place adds) instead of one sum at the end\n"
     "  --inplace             the in-place stage\n"
     "  --share               the sharing stage (counter algorithm, with in-place)\n"
     "  --parallel-safe[=M]   sharing that never shares memory between ops that\n"
@@ -45,7 +47,7 @@ static const char help[] =
 
 typedef struct opts {
     const char *path, *records_out, *graph_out;
-    bool json, train, run, search, any_stage;
+    bool json, train, accumulate, run, search, any_stage;
     uint64_t seed;
     gs_request req;
 } opts;
@@ -87,6 +89,7 @@ static int parse(int argc, char **argv, opts *o) {
             return -1;
         } else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--train")) o->train = true;
+        else if (!strcmp(a, "--accumulate")) o->train = o->accumulate = true;
         else if (!strcmp(a, "--run")) o->run = true;
         else if (!strcmp(a, "--include-persistent")) o->req.include_persistent = true;
         else if (!strcmp(a, "--inplace")) o->req.inplace = o->any_stage = true;
@@ -133,7 +136,7 @@ typedef struct prep {
 /* Replaces *g by its training graph and/or a reordered copy. */
 static int prepare(const opts *o, mp_graph_t **g, prep *p) {
     if (o->train) {
-        mp_backward_opts_t bo = {.add_loss = 1};
+        mp_backward_opts_t bo = {.add_loss = 1, .accumulate = o->accumulate};
         mp_graph_t *t;
         if (mp_graph_backward(*g, &bo, &t, &p->bw) != MP_OK) return fail();
         mp_graph_free(*g);

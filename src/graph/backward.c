@@ -10,7 +10,10 @@
  *   3. backward again, emitting: a "ones" seed for dLoss, one X_backward node
  *      per surviving forward node (reverse step order), and right after the
  *      last contribution to a tensor with several, one "sum_n" over all of
- *      them (the note's "Backward Agg").
+ *      them (the note's "Backward Agg"); or, with opts->accumulate, an
+ *      "add" into a running sum as each contribution arrives, so a weight
+ *      shared by many steps keeps one accumulator (MXNet's in-place
+ *      accumulation, which chen2016 sec. 5.3 credits for the LSTM's savings).
  * The gradient node layout is /tmp/brief/ops.md's (docs/graph.md): the
  * gradients of f's outputs, then f's inputs and/or outputs as the forward
  * op's grad_needs declares, each tensor once; outputs are the gradients of
@@ -51,6 +54,8 @@ typedef struct bw {
     uint64_t *mask;        /* per step: grad_mask, 0 when pruned */
     size_t *total, *seen;  /* per forward tensor: gradient contributions */
     size_t *cstart, *cbuf; /* contributions of tensor t: cbuf[cstart[t] ..] */
+    bool accumulate;       /* opts->accumulate: running sums, see accumulate() */
+    size_t *acc;           /* per forward tensor: the running sum so far */
     size_t *grad;          /* per forward tensor: its gradient, or NONE */
     size_t *root;          /* per tensor of the result (up to cap): memory root */
     size_t *stamp;         /* per forward tensor: last step that listed it */
@@ -122,6 +127,31 @@ static mp_status finish_grad(bw *c, size_t t) {
     return MP_OK;
 }
 
+/* accumulate mode: contribution part to tensor t has just been made.  The
+ * first is the running sum; each later one is added to it at once by a new
+ * "add" node (in-place capable, so the sum keeps one buffer), the last one
+ * producing t's gradient.  Summation order is sum_n's: left to right. */
+static mp_status accumulate(bw *c, size_t t, size_t part) {
+    if (c->seen[t] == 1) {
+        c->acc[t] = part;
+        return MP_OK;
+    }
+    bool last = c->seen[t] == c->total[t];
+    mp_tensor_kind kind = last && c->td[t].leaf_param ? MP_TENSOR_GRADIENT : MP_TENSOR_ACTIVATION;
+    char buf[32], num[24];
+    snprintf(num, sizeof num, "%zu", c->seen[t]);
+    size_t id, in[2] = {c->acc[t], part};
+    mp_status s = new_grad(c, t, last ? "grad:%s%s" : "acc:%s@%s", last ? "" : num, kind, MP_GRAPH_NONE, &id);
+    if (s) return s;
+    const char *nm = mkname(c, "acc:%s@%s", label(c->td[t].name, t, buf, sizeof buf), num);
+    if (!nm) return MP__NOMEM();
+    if ((s = mp_graph_builder_node(c->b, nm, "add", in, 2, &id, 1, NULL, NULL))) return s;
+    c->st.aggregations++;
+    c->acc[t] = id;
+    if (last) c->grad[t] = id;
+    return MP_OK;
+}
+
 /* The gradient node of the forward node at step s. */
 static mp_status emit_node(bw *c, size_t s) {
     const fnode *f = &c->fn[s];
@@ -175,6 +205,10 @@ static mp_status emit_node(bw *c, size_t s) {
         if (!(c->mask[s] >> i & 1)) continue;
         size_t t = f->in[i];
         c->cbuf[c->cstart[t] + c->seen[t]++] = c->outs[k++];
+        if (c->accumulate && c->total[t] > 1) {
+            if ((st = accumulate(c, t, c->outs[k - 1]))) goto out;
+            continue;
+        }
         if (c->seen[t] == c->total[t] && c->grad[t] == MP_GRAPH_NONE && (st = finish_grad(c, t))) goto out;
     }
 out:
@@ -258,7 +292,7 @@ static mp_status setup(bw *c, const mp_graph_t *g, int add_loss, size_t *logits)
     c->nF = g->n_nodes + (extra ? 1 : 0);
     /* every tensor the result can have: forward, seed, one per contribution,
      * one total per tensor */
-    c->cap = c->nT + 1 + sum_in + 2 + c->nT;
+    c->cap = c->nT + 1 + sum_in + 2 + c->nT + sum_in;   /* + running sums */
     c->fn = calloc(c->nF ? c->nF : 1, sizeof *c->fn);
     c->td = calloc(c->nT, sizeof *c->td);
     c->req = calloc(c->nT, sizeof *c->req);
@@ -270,10 +304,11 @@ static mp_status setup(bw *c, const mp_graph_t *g, int add_loss, size_t *logits)
     c->grad = malloc(c->nT * sizeof *c->grad);
     c->root = malloc(c->cap * sizeof *c->root);
     c->stamp = calloc(c->nT, sizeof *c->stamp);
+    c->acc = calloc(c->nT, sizeof *c->acc);
     c->ins = malloc(max_io * sizeof *c->ins);
     c->outs = malloc(max_io * sizeof *c->outs);
     if (!c->fn || !c->td || !c->req || !c->mask || !c->total || !c->seen || !c->cstart || !c->cbuf ||
-        !c->grad || !c->root || !c->stamp || !c->ins || !c->outs)
+        !c->grad || !c->root || !c->stamp || !c->ins || !c->outs || !c->acc)
         return MP__NOMEM();
     for (size_t t = 0; t < nG; t++) {
         const mp_graph_tensor_t *x = &g->tensor[t];
@@ -336,6 +371,7 @@ static void bw_free(bw *c) {
     free(c->grad);
     free(c->root);
     free(c->stamp);
+    free(c->acc);
     free(c->ins);
     free(c->outs);
     free(c->name);
@@ -350,6 +386,7 @@ mp_status mp_graph_backward(const mp_graph_t *fwd, const mp_backward_opts_t *opt
     bw c;
     memset(&c, 0, sizeof c);
     c.g = fwd;
+    c.accumulate = opts && opts->accumulate;
     size_t logits, loss_in[2], loss_out, *order = NULL, *outputs = NULL;
     mp_status s = check_forward_only(fwd);
     if (!s) s = setup(&c, fwd, opts && opts->add_loss, &logits);

@@ -23,6 +23,7 @@
 void mp_remat_opts_default(mp_remat_opts_t *o) {
     memset(o, 0, sizeof *o);
     o->add_loss = 1;
+    o->accumulate = 1;
     o->inplace = 1;
     o->share = 1;
     o->strategy = "auto";
@@ -178,7 +179,7 @@ mp_status mp_remat_new(const mp_graph_t *fwd, const mp_remat_opts_t *opts, mp_re
     else mp_remat_opts_default(&r->opts);
     snprintf(r->strategy, sizeof r->strategy, "%s", r->opts.strategy ? r->opts.strategy : "auto");
     r->opts.strategy = r->strategy;
-    mp_backward_opts_t bo = {.add_loss = r->opts.add_loss};
+    mp_backward_opts_t bo = {.add_loss = r->opts.add_loss, .accumulate = r->opts.accumulate};
     mp_backward_stats_t bs;
     mp_status s = mp_graph_backward(fwd, &bo, &r->train, &bs);
     if (s) goto fail;

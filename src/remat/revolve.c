@@ -47,12 +47,19 @@ static uint64_t beta(uint64_t c, uint64_t r, uint64_t cap) {
     return v;
 }
 
-/* The repetition number: the least r with beta(s, r) >= n (s >= 1, n >= 1).
- * O(r min(s, r)). */
+/* The repetition number: the least r with beta(s, r) >= n (s >= 1, n >= 1),
+ * by doubling then bisection on r (beta grows with r).  O(log(r) min(s, r)). */
 static uint64_t repetitions(uint64_t n, uint64_t s) {
-    uint64_t r = 0;
-    while (beta(s, r, n) < n) r++;
-    return r;
+    if (s == 1) return n - 1;          /* beta(1, r) = r + 1 */
+    uint64_t lo = 0, hi = 1;           /* beta(s, lo) < n <= beta(s, hi) once found */
+    if (beta(s, 0, n) >= n) return 0;
+    while (beta(s, hi, n) < n) lo = hi, hi *= 2;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (beta(s, mid, n) >= n) hi = mid;
+        else lo = mid;
+    }
+    return hi;
 }
 
 /* t(n, s) by the closed form above, with (r - 1) * n formed in two 64-bit

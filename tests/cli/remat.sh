@@ -136,7 +136,7 @@ jcheck "mlp: a row per policy, none first" "$T/mlp.json" \
 consistent mlp "$T/mlp.json"
 # The training graph is mp_graph_backward's, the one `memplan graph --train`
 # plans: the same nodes, and the same bound after in-place.
-run_to mlp-graph.json graph --train --json $G/mlp.json
+run_to mlp-graph.json graph --accumulate --json $G/mlp.json
 jcheck "mlp: none's bound and nodes are memplan graph --train's" "$T/mlp.json" \
     'p("none")["lower_bound"] == '"$(jget "$T/mlp-graph.json" 'd["lower_bound_inplace"]')"' and
      d["training_nodes"] == '"$(jget "$T/mlp-graph.json" 'd["nodes"]')"
