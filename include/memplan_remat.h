@@ -56,9 +56,8 @@ void mp_remat_opts_default(mp_remat_opts_t *o);
 /* Builds the training graph of fwd (mp_graph_backward) and what the
  * policies need: per forward node its FLOPs (attrs.flops, else an estimate
  * from the op and shapes), its owned output bytes, and the chain of cut
- * points (forward steps after which one non-persistent value carries
- * everything later forward steps read).  opts NULL means the defaults.
- * fwd must outlive nothing: *out keeps its own copies.  MP_EINVAL as
+ * points (mp_remat_cuts).  opts NULL means the defaults.  *out keeps its
+ * own copies: fwd may be freed at once.  MP_EINVAL as
  * mp_graph_backward (no loss, already a training graph). */
 mp_status mp_remat_new(const mp_graph_t *fwd, const mp_remat_opts_t *opts, mp_remat_t **out);
 
@@ -75,9 +74,10 @@ size_t mp_remat_forward_count(const mp_remat_t *r);
 uint64_t mp_remat_node_flops(const mp_remat_t *r, size_t node);
 uint64_t mp_remat_node_bytes(const mp_remat_t *r, size_t node);
 
-/* The cut points: forward node ids in step order, each the producer of the
- * one value that crosses its step (segment boundaries for Alg. 1-3, stage
- * boundaries of chain schedules).  Valid until mp_remat_free. */
+/* The cut points: forward steps s (increasing; indices into the forward
+ * order) such that every value crossing from s to s+1 was made after the
+ * previous cut -- segment boundaries for Alg. 1-3, stage boundaries of chain
+ * schedules (docs/remat.md).  Valid until mp_remat_free. */
 const size_t *mp_remat_cuts(const mp_remat_t *r, size_t *n);
 
 /* ---- plans ---------------------------------------------------------------- */
@@ -158,7 +158,8 @@ mp_status mp_remat_evaluate_full(const mp_remat_t *r, const mp_remat_plan_t *p, 
  *                     (0-based step indices of the forward order), drop the rest
  *   "sqrt"            about sqrt(n) equal segments over the cut points
  *   "cheap"           sec. 4.2: keep conv/linear/matmul results, drop the rest
- *                     (batch norm, activations, pooling, elementwise)
+ *                     (batch norm, activations, pooling, views; add, mul
+ *                     and concat are kept)
  *   "budget"          Alg. 3 with Appendix A's grid: B0 = sqrt(x*y) from a B=0
  *                     run, six B on [B0/sqrt2, sqrt2*B0]; each plan is evaluated
  *                     exactly and the one with the smallest peak kept

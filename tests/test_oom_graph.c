@@ -1,7 +1,8 @@
 /* test_oom_graph.c -- every allocation failure in the graph layer is
  * handled: loading, the backward pass, sharing in every mode, placement,
- * the graph-plan checker, order search, reordering and the executor each
- * run with the k-th allocation failing, for k = 0, 1, ... until the call
+ * the graph-plan checker, order search, reordering, the executor and
+ * recomputation (context, every policy, evaluation, transform, budget
+ * search) each run with the k-th allocation failing, for k = 0, 1, ... until the call
  * succeeds.  Every failing call must return MP_ENOMEM, leave its output
  * empty, and leak nothing (ASan's leak checker runs at exit in the
  * sanitizer build).  malloc, calloc and realloc of memplan's own code are
@@ -127,6 +128,69 @@ static mp_status c_exec(const mp_graph_t *g, bool *empty) {
     return s;
 }
 
+/* Recomputation (src/remat/): the context, each policy's plan and its
+ * evaluation, the transform, and the budget search. */
+static const mp_remat_t *g_remat; /* made before the countdown */
+
+static mp_status c_remat_new(const mp_graph_t *g, bool *empty) {
+    mp_remat_t *r = (mp_remat_t *)1;
+    mp_status s = mp_remat_new(g, NULL, &r);
+    *empty = s == MP_OK || r == NULL;
+    mp_remat_free(s == MP_OK ? r : NULL);
+    return s;
+}
+
+static bool remat_plan_empty(const mp_remat_plan_t *p) {
+    static const mp_remat_plan_t z;
+    return !memcmp(p, &z, sizeof z);
+}
+
+static mp_status remat_policy(const char *policy, bool *empty) {
+    mp_remat_plan_t p;
+    mp_remat_eval_t e;
+    mp_status s = mp_remat_policy(g_remat, policy, &p);
+    *empty = s == MP_OK || remat_plan_empty(&p);
+    if (s == MP_OK) {
+        s = mp_remat_evaluate(g_remat, &p, &e);
+        static const mp_remat_eval_t z;
+        *empty = s == MP_OK || !memcmp(&e, &z, sizeof z);
+    }
+    mp_remat_plan_free(&p);
+    return s;
+}
+
+static mp_status c_sqrt(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("sqrt", e); }
+static mp_status c_cheap(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("cheap", e); }
+static mp_status c_budget(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("budget", e); }
+static mp_status c_logn(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("logn=2", e); }
+static mp_status c_revolve(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("revolve", e); }
+static mp_status c_optimal(const mp_graph_t *g, bool *e) { (void)g; return remat_policy("optimal", e); }
+
+static mp_status c_remat_apply(const mp_graph_t *g, bool *empty) {
+    (void)g;
+    mp_remat_plan_t p;
+    mp_graph_t *out = (mp_graph_t *)1;
+    long saved = countdown;
+    countdown = -1;   /* the plan itself is made before */
+    mp_status s = mp_remat_policy(g_remat, "segments=0", &p);
+    countdown = saved;
+    if (s == MP_OK) s = mp_remat_apply(g_remat, &p, &out);
+    *empty = s == MP_OK || out == NULL;
+    mp_graph_free(s == MP_OK ? out : NULL);
+    mp_remat_plan_free(&p);
+    return s;
+}
+
+static mp_status c_remat_fit(const mp_graph_t *g, bool *empty) {
+    (void)g;
+    mp_remat_plan_t p;
+    mp_remat_fit_t f;
+    mp_status s = mp_remat_fit(g_remat, NULL, UINT64_MAX, NULL, NULL, &p, &f);
+    *empty = s == MP_OK || remat_plan_empty(&p);
+    mp_remat_plan_free(&p);
+    return s;
+}
+
 static const call calls[] = {
     {"mp_graph_load", c_load},         {"mp_graph_backward", c_backward},
     {"share in-place", c_inplace},     {"share", c_share},
@@ -134,6 +198,11 @@ static const call calls[] = {
     {"mp_graph_plan_place", c_place},  {"mp_graph_plan_check", c_check},
     {"mp_graph_order_search", c_order}, {"mp_graph_with_order", c_with_order},
     {"mp_exec_run", c_exec},
+    {"mp_remat_new", c_remat_new},     {"remat sqrt", c_sqrt},
+    {"remat cheap", c_cheap},          {"remat budget", c_budget},
+    {"remat logn=2", c_logn},          {"remat revolve", c_revolve},
+    {"remat optimal", c_optimal},      {"mp_remat_apply", c_remat_apply},
+    {"mp_remat_fit", c_remat_fit},
 };
 
 int main(void) {
@@ -144,6 +213,9 @@ int main(void) {
     g_train = train;
     mp_share_opts_t so = {.inplace = 1, .share = 1};
     MP_CHECK_OK(mp_graph_share(train, &so, &made));
+    mp_remat_t *remat = NULL;
+    MP_CHECK_OK(mp_remat_new(fwd, NULL, &remat));
+    g_remat = remat;
 
     long points = 0;
     for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
@@ -162,6 +234,7 @@ int main(void) {
     }
     printf("oom-graph: %ld failure points\n", points);
     mp_graph_plan_free(&made);
+    mp_remat_free(remat);
     mp_graph_free(train);
     mp_graph_free(fwd);
     return mp_test_finish("oom-graph");

@@ -31,7 +31,7 @@ static const char help[] =
     "                    the rest and recompute each segment (chen2016 Alg. 1)\n"
     "  sqrt              about sqrt(n) equal segments over the cut points\n"
     "  cheap             keep conv/linear/matmul results, recompute the cheap ops\n"
-    "                    (batch norm, activations, pooling, elementwise; sec. 4.2)\n"
+    "                    (batch norm, activations, pooling, views; sec. 4.2)\n"
     "  budget            chen2016 Alg. 3 over a grid of budgets; the best peak\n"
     "  logn[=K]          sec. 4.4's recursion, K values kept per level (default 1):\n"
     "                    O(log n) memory for one extra forward pass per level\n"

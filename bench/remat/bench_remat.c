@@ -607,6 +607,53 @@ static void section_exec(void) {
 
 /* ---- corpus ------------------------------------------------------------------------------ */
 
+/* The issue's target for the chain DP: at the peak Alg. 3 + grid (the
+ * "budget" policy) measures, the DP's plan under the same budget
+ * (mp_remat_fit restricted to "optimal") recomputes no more. */
+static void dp_vs_alg3(const model_id *m, const mp_graph_t *fwd) {
+    mp_remat_opts_t ro;
+    mp_remat_opts_default(&ro);
+    mp_remat_t *r = NULL;
+    mp_remat_plan_t p;
+    mp_remat_eval_t e;
+    mp_remat_fit_t f;
+    row rw;
+    r_model(&rw, m);
+    r_str(&rw, "stage", "dp_vs_alg3");
+    double t0 = now();
+    mp_status s = mp_remat_new(fwd, &ro, &r);
+    if (!s) s = mp_remat_policy(r, "budget", &p);
+    if (!s) {
+        s = mp_remat_evaluate(r, &p, &e);
+        mp_remat_plan_free(&p);
+    }
+    if (s) {
+        r_error(&rw, s);
+        r_end(&rw);
+        mp_remat_free(r);
+        return;
+    }
+    r_u64(&rw, "alg3_peak", e.peak);
+    r_u64(&rw, "alg3_extra", e.extra_flops);
+    r_u64(&rw, "forward_flops", e.forward_flops);
+    s = mp_remat_fit(r, "optimal", e.peak, NULL, NULL, &p, &f);
+    r_str(&rw, "status", "ok");
+    r_u64(&rw, "dp_feasible", (uint64_t)(s == MP_OK));
+    if (s == MP_OK) {
+        r_u64(&rw, "dp_peak", f.eval.peak);
+        r_u64(&rw, "dp_extra", f.eval.extra_flops);
+        r_str(&rw, "dp_plan", p.policy);
+        mp_remat_plan_free(&p);
+    } else {
+        r_u64(&rw, "dp_min_peak", f.min_peak);
+    }
+    r_num(&rw, "seconds", now() - t0);
+    r_end(&rw);
+    progress("%s %s: Alg. 3 + grid %.1f MB +%.1f%%, DP at that budget %s", m->section, m->model, e.peak / 1e6,
+             100.0 * (double)e.extra_flops / (double)e.forward_flops, s == MP_OK ? "fits" : "does not fit");
+    mp_remat_free(r);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static void section_corpus(void) {
@@ -652,6 +699,7 @@ static void section_corpus(void) {
                 r_end(&rw);
             } else {
                 run_model(&m, g, 1);
+                dp_vs_alg3(&m, g);
             }
             mp_graph_free(g);
         }

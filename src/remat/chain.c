@@ -222,15 +222,17 @@ static mp_status keep_all_peak(const mp_chain_t *c, uint64_t *peak) {
 
 /* The DP's schedule at mem_limit; without one, the least modelled memory
  * whose recomputation is at most one forward pass (bisection). */
-#define DP_STAGES 64     /* below chain_dp.c's limit: the DP grows as n^3 */
-#define DP_SEARCH_SLOTS 64
+#define DP_STAGES 48     /* below chain_dp.c's limit: the DP grows as n^3 */
+#define DP_STAGES_ONE 96
+#define DP_SEARCH_SLOTS 96
 #define DP_FINAL_SLOTS 160   /* the limit found to 1/160: a DP in about 0.1 s */
 
 mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, size_t slots, mp_remat_plan_t *out) {
     mp_chain_t full, c;
     mp_status s = mp_remat_chain(r, &full);
     if (s) return s;
-    s = chain_merge(&full, DP_STAGES, &c);
+    /* a limit of the user's gets a finer chain (one DP); searches, ladders: many */
+    s = chain_merge(&full, mem_limit && !slots ? DP_STAGES_ONE : DP_STAGES, &c);
     mp_chain_free(&full);
     if (s) return s;
     mp_chain_op_t *ops = NULL;
@@ -241,7 +243,7 @@ mp_status mp__remat_policy_optimal(const mp_remat_t *r, uint64_t mem_limit, size
         if ((s = keep_all_peak(&c, &hi))) goto done;
         /* coarse units while searching: a finer DP at the limit found can
          * only do better (less rounding up) */
-        while (lo + 1 < hi && hi - lo > hi / 100) {   /* lo infeasible, hi feasible */
+        while (lo + 1 < hi && hi - lo > hi / 64) {   /* lo infeasible, hi feasible */
             uint64_t mid = lo + (hi - lo) / 2;
             free(ops);
             ops = NULL;

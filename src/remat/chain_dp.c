@@ -278,12 +278,15 @@ static uint64_t gcd64(uint64_t a, uint64_t b) {
 
 /* Bytes per unit: the gcd of the sizes when the total then fits in `slots`
  * units (exact), else ceil(total / slots).  O(n). */
-static uint64_t pick_unit(const mp_chain_t *c, size_t slots, uint64_t total) {
+static uint64_t pick_unit(const mp_chain_t *c, size_t slots, uint64_t total, uint64_t limit) {
     uint64_t g = 0;
     for (size_t i = 0; i < c->n; i++) g = gcd64(gcd64(g, c->out_bytes[i]), c->all_bytes[i]);
     if (g == 0) return 1;
     if (total / g <= slots) return g;
-    return total / slots + (total % slots != 0);
+    /* the memory axis runs to the limit only: units of limit/slots resolve
+     * a small limit as finely as a large one (units of total/slots made a
+     * checkpoint of a long chain cost a fraction of the whole chain) */
+    return limit / slots + (limit % slots != 0);
 }
 
 static void dp_free(dp_t *d) {
@@ -389,11 +392,13 @@ static uint64_t least_memory_cost(const mp_chain_t *c) {
 }
 
 /* The least-recomputation schedule within mem_limit: refuses limits below
- * max_i out(i-1) + all(i) (no schedule fits), picks the unit from the
- * chain alone (coarser while the DP would exceed its work bound), runs the
- * DP and keeps the least-memory schedule instead when rounding left the DP
- * nothing or something dearer.  The unit does not depend on the limit, so
- * the cost never grows as the limit grows.  Time O(n^3 * units), memory
+ * max_i out(i-1) + all(i) (no schedule fits), picks the unit (exact when
+ * the chain's sizes fit in `slots` units of their gcd, else limit/slots;
+ * coarser while the DP would exceed its work bound), runs the DP and keeps
+ * the least-memory schedule instead when rounding left the DP nothing or
+ * something dearer.  With exact units the cost never grows as the limit
+ * grows; with rounded ones it may by the rounding (the budget contract of
+ * fit.c measures every plan and does not rely on it).  Time O(n^3 * units), memory
  * O(n^2 * units), units <= slots. */
 mp_status mp_chain_optimal(const mp_chain_t *c, uint64_t mem_limit, size_t slots, mp_chain_op_t **ops,
                            size_t *n_ops, uint64_t *extra_flops) {
@@ -415,8 +420,8 @@ mp_status mp_chain_optimal(const mp_chain_t *c, uint64_t mem_limit, size_t slots
         return mp__err(MP_EINVAL, "chain: no schedule fits in %llu bytes; the least is %llu",
                        (unsigned long long)mem_limit, (unsigned long long)least);
     uint64_t limit = mem_limit < total ? mem_limit : total;
-    uint64_t u = pick_unit(c, slots ? slots : 500, total);
-    while (dp_work(c, total, u) > DP_MAX_WORK) u = u > UINT64_MAX / 2 ? UINT64_MAX : 2 * u;
+    uint64_t u = pick_unit(c, slots ? slots : 500, total, limit);
+    while (dp_work(c, limit, u) > DP_MAX_WORK) u = u > UINT64_MAX / 2 ? UINT64_MAX : 2 * u;
     ops_buf b = {0};
     for (size_t i = 0; i < c->n; i++) put(&b, MP_CHAIN_FORWARD, i);
     for (size_t i = c->n; i-- > 0;) put(&b, MP_CHAIN_BACKWARD, i);
