@@ -552,11 +552,13 @@ def main():
                    "gradient in place into the one persistent gradient buffer, so its feature-map "
                    "memory has none either.", ""]
         else:
-            md += ["The same network with every weight trainable, as `mp_graph_backward` builds "
-                   "it: a weight shared by T steps receives T gradient contributions (each the "
-                   "weight's size: 4 MiB per gate matrix, 19.5 MiB for the classifier) that one "
-                   "`sum_n` adds after the last, so all T are live together. They are not feature "
-                   "maps of the forward pass and no recomputation can remove them.", ""]
+            md += ["The same network with every weight trainable, as `mp_remat_new` builds it: a "
+                   "weight shared by T steps receives T gradient contributions (each the weight's "
+                   "size: 4 MiB per gate matrix, 19.5 MiB for the classifier), added as they arrive "
+                   "into a running sum (`mp_backward_opts_t.accumulate`, in place). The running sums "
+                   "of every weight (about 150 MB) live through the whole backward pass and count "
+                   "here as feature maps (MXNet adds into the persistent gradient buffers instead); "
+                   "no recomputation can remove them.", ""]
         md += model_tables(models, "T", with_cheap=True)
         stages = ["no-optimisation", "inplace", "sharing", "none", "cheap", "budget", "sqrt",
                   "revolve", "optimal"]
