@@ -9,7 +9,6 @@
  * leaves no partial output. */
 #include "remat_cli.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
