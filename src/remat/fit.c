@@ -30,7 +30,6 @@ typedef struct cand {
     uint64_t param;        /* B, slots or modelled limit */
 } cand;
 
-#define MAX_CAND 64
 
 /* the DP's modelled limits: the keep-all model times 0.93^k, k = 0..39
  * (down to 6%), at 160 memory units each (about 0.1 s a DP).  Measured
@@ -39,6 +38,8 @@ typedef struct cand {
  * corpus graphs, with these 40 on 1 (bench/remat). */
 #define DP_LADDER 40
 #define DP_LADDER_SLOTS 160
+/* named 3, logn 3, the grid (at most 8), Revolve 10, the ladder */
+#define MAX_CAND (3 + 3 + 8 + 10 + DP_LADDER)
 static const size_t rev_slots[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 
 static bool wants(const char *policy, const char *name) {
