@@ -724,11 +724,13 @@ typedef struct mp_backward_opts_t {
                                single output (logits [N, K]) against a new
                                int64 input "target" [N] */
     int accumulate;         /* add each gradient contribution as it arrives
-                               (a chain of in-place-capable "add" nodes)
-                               instead of one sum_n after the last: a weight
-                               shared by T steps of an RNN then needs one
-                               accumulator, not T live contributions (MXNet's
-                               in-place accumulation, chen2016 sec. 5.3) */
+                               instead of one sum_n after the last; a
+                               parameter's sum lives in its gradient from the
+                               first contribution on (an identity copies it
+                               there, each later add writes into it through an
+                               alias): a weight shared by T steps of an RNN
+                               keeps no contribution live (MXNet's in-place
+                               accumulation, chen2016 sec. 5.3) */
 } mp_backward_opts_t;
 
 typedef struct mp_backward_stats_t {

@@ -54,8 +54,8 @@ typedef struct bm_lstm_cfg {
                           MXNet, which adds each step's weight gradient in
                           place into one buffer ("addto").  0: memplan's own
                           training graph, where a shared weight gets one
-                          contribution per step, summed by one sum_n after
-                          the last. */
+                          contribution per step, each added into its
+                          gradient as it arrives (accumulate). */
 } bm_lstm_cfg;
 
 /* The forward graph with its loss (the sum of the per-step losses). */

@@ -554,11 +554,10 @@ def main():
         else:
             md += ["The same network with every weight trainable, as `mp_remat_new` builds it: a "
                    "weight shared by T steps receives T gradient contributions (each the weight's "
-                   "size: 4 MiB per gate matrix, 19.5 MiB for the classifier), added as they arrive "
-                   "into a running sum (`mp_backward_opts_t.accumulate`, in place). The running sums "
-                   "of every weight (about 150 MB) live through the whole backward pass and count "
-                   "here as feature maps (MXNet adds into the persistent gradient buffers instead); "
-                   "no recomputation can remove them.", ""]
+                   "size: 4 MiB per gate matrix, 19.5 MiB for the classifier), each added as it "
+                   "arrives into the weight's persistent gradient (`mp_backward_opts_t.accumulate`), "
+                   "as MXNet does; what remains in the peak beyond `lstm-fm` is the forward values "
+                   "the weight gradients read (every linear's input).", ""]
         md += model_tables(models, "T", with_cheap=True)
         stages = ["no-optimisation", "inplace", "sharing", "none", "cheap", "budget", "sqrt",
                   "revolve", "optimal"]

@@ -11,8 +11,9 @@
  *      per surviving forward node (reverse step order), and right after the
  *      last contribution to a tensor with several, one "sum_n" over all of
  *      them (the note's "Backward Agg"); or, with opts->accumulate, an
- *      "add" into a running sum as each contribution arrives, so a weight
- *      shared by many steps keeps one accumulator (MXNet's in-place
+ *      "add" into a running sum as each contribution arrives -- for a
+ *      parameter, into its gradient through aliases -- so a weight shared
+ *      by many steps keeps no contribution live (MXNet's in-place
  *      accumulation, which chen2016 sec. 5.3 credits for the LSTM's savings).
  * The gradient node layout is /tmp/brief/ops.md's (docs/graph.md): the
  * gradients of f's outputs, then f's inputs and/or outputs as the forward
@@ -127,21 +128,39 @@ static mp_status finish_grad(bw *c, size_t t) {
     return MP_OK;
 }
 
-/* accumulate mode: contribution part to tensor t has just been made.  The
- * first is the running sum; each later one is added to it at once by a new
- * "add" node (in-place capable, so the sum keeps one buffer), the last one
- * producing t's gradient.  Summation order is sum_n's: left to right. */
+/* accumulate mode: contribution part to tensor t has just been made.  For
+ * an activation the first is the running sum and each later one is added
+ * to it at once by a new "add" node (in-place capable), the last producing
+ * t's gradient.  For a parameter the sum is its gradient itself (see
+ * below).  Summation order is sum_n's: left to right. */
 static mp_status accumulate(bw *c, size_t t, size_t part) {
-    if (c->seen[t] == 1) {
+    bool last = c->seen[t] == c->total[t], param = c->td[t].leaf_param;
+    char buf[32], num[24];
+    size_t id, in[2] = {c->acc[t], part};
+    mp_status s;
+    if (c->seen[t] == 1 && !param) {
         c->acc[t] = part;
         return MP_OK;
     }
-    bool last = c->seen[t] == c->total[t];
-    mp_tensor_kind kind = last && c->td[t].leaf_param ? MP_TENSOR_GRADIENT : MP_TENSOR_ACTIVATION;
-    char buf[32], num[24];
+    if (c->seen[t] == 1) {
+        /* a parameter's sum lives in its (persistent) gradient from the
+         * first contribution on -- copied there at once, so that the first
+         * contributions of all the weights are not live together -- and
+         * later adds write into it through aliases, as MXNet adds into the
+         * gradient buffer in place */
+        if ((s = new_grad(c, t, "grad:%s%s", "", MP_TENSOR_GRADIENT, MP_GRAPH_NONE, &id))) return s;
+        const char *nm = mkname(c, "acc:%s@%s", label(c->td[t].name, t, buf, sizeof buf), "1");
+        if (!nm) return MP__NOMEM();
+        if ((s = mp_graph_builder_node(c->b, nm, "identity", &part, 1, &id, 1, NULL, NULL))) return s;
+        c->acc[t] = id;
+        return MP_OK;
+    }
     snprintf(num, sizeof num, "%zu", c->seen[t]);
-    size_t id, in[2] = {c->acc[t], part};
-    mp_status s = new_grad(c, t, last ? "grad:%s%s" : "acc:%s@%s", last ? "" : num, kind, MP_GRAPH_NONE, &id);
+    if (param) {
+        s = new_grad(c, t, "acc:%s@%s", num, MP_TENSOR_ACTIVATION, c->root[c->acc[t]], &id);
+    } else {
+        s = new_grad(c, t, last ? "grad:%s%s" : "acc:%s@%s", last ? "" : num, MP_TENSOR_ACTIVATION, MP_GRAPH_NONE, &id);
+    }
     if (s) return s;
     const char *nm = mkname(c, "acc:%s@%s", label(c->td[t].name, t, buf, sizeof buf), num);
     if (!nm) return MP__NOMEM();
