@@ -124,6 +124,47 @@ static mp_status chain_merge(const mp_chain_t *c, size_t max, mp_chain_t *out) {
     return MP_OK;
 }
 
+/* Drops the recomputations nobody reads.  A chain schedule recomputes whole
+ * stages, but a stage's last linear, say, is needed again only for its
+ * output, which the next stage's checkpoint already holds: its copy would
+ * be computed and never read.  Walking the actions backwards with need[v]
+ * = "the newest copy of v's outputs is read later": a gradient needs the
+ * producers of what it reads; a recomputation that is not needed is
+ * dropped, one that is satisfies the later readers (need[v] = false) and
+ * needs the producers of its own inputs.  Values are unchanged (only
+ * unread copies go); compute and memory can only drop.  O(actions x node
+ * size).  Returns the new number of actions. */
+static size_t prune_unread(const mp_remat_t *r, mp_remat_action_t *a, size_t n, bool *need) {
+    size_t n_order, k = r->n_groups, out = n;
+    const size_t *order = mp_graph_order(r->train, &n_order);
+    for (size_t v = 0; v < r->n_fwd; v++) need[v] = false;
+    for (size_t i = n; i-- > 0;) {
+        if (a[i].kind == MP_REMAT_BACKWARD) {
+            k--;
+            for (size_t s = r->grp_start[k]; s < r->grp_start[k + 1]; s++) {
+                const mp_graph_node_t *nd = mp_graph_node(r->train, order[s]);
+                for (size_t j = 0; j < nd->n_inputs; j++) {
+                    size_t p = mp__remat_producer(r, nd->inputs[j]);
+                    if (p != MP_GRAPH_NONE) need[p] = true;
+                }
+            }
+            a[--out] = a[i];
+            continue;
+        }
+        size_t v = a[i].node;
+        if (!need[v]) continue;
+        need[v] = false;
+        const mp_graph_node_t *nd = mp_graph_node(r->train, v);
+        for (size_t j = 0; j < nd->n_inputs; j++) {
+            size_t p = mp__remat_producer(r, nd->inputs[j]);
+            if (p != MP_GRAPH_NONE) need[p] = true;
+        }
+        a[--out] = a[i];
+    }
+    memmove(a, a + out, (n - out) * sizeof *a);
+    return n - out;
+}
+
 mp_status mp_remat_plan_chain(const mp_remat_t *r, const mp_chain_t *c, const mp_chain_op_t *ops, size_t n_ops,
                               const char *policy, mp_remat_plan_t *out) {
     if (!out) return mp__err(MP_EINVAL, "mp_remat_plan_chain: NULL out");
@@ -163,6 +204,13 @@ mp_status mp_remat_plan_chain(const mp_remat_t *r, const mp_chain_t *c, const mp
             return mp__err(MP_EINVAL, "chain schedule: op %zu has unknown kind %d", i, (int)ops[i].kind);
         }
     }
+    bool *need = malloc((r->n_fwd + 1) * sizeof *need);
+    if (!need) {
+        free(a);
+        return MP__NOMEM();
+    }
+    if (k == r->n_groups) na = prune_unread(r, a, na, need);   /* a complete schedule */
+    free(need);
     out->n_forward = r->n_fwd;
     out->n_actions = na;
     out->action = a;
