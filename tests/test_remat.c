@@ -317,6 +317,56 @@ static void test_formulas(void) {
     }
 }
 
+/* n linear layers [4, 16] -> [4, 16], a classifier: every layer a stage. */
+static mp_graph_t *linears(size_t n) {
+    bld g = {0};
+    mp_graph_builder_new("linears", &g.b);
+    size_t x = value(&g, MP_TENSOR_INPUT, NULL, 2, (uint64_t[]){4, 16});
+    for (size_t i = 0; i < n; i++) x = fc(&g, x, 16, 16);
+    return close_graph(&g, fc(&g, x, 16, 3), 4);
+}
+
+/* A chain schedule's plan drops the recomputations nobody reads: on a
+ * chain of linears, "recompute stage i, then its gradients" for every i
+ * costs the chain model one forward pass, but a linear's gradient reads
+ * its input (the previous stage's output, still the first pass's) and not
+ * its output, so none of those copies is read and the plan recomputes
+ * nothing -- with the same gradients. */
+static void test_chain_prune(void) {
+    mp_graph_t *fwd = linears(8);
+    mp_remat_t *r = NULL;
+    mp_chain_t c;
+    if (!MP_CHECK_OK(mp_remat_new(fwd, NULL, &r)) || !MP_CHECK_OK(mp_remat_chain(r, &c))) goto out;
+    MP_CHECK(c.n >= 9);
+    mp_chain_op_t *ops = malloc(3 * c.n * sizeof *ops);
+    size_t n_ops = 0;
+    uint64_t peak, modelled;
+    for (size_t i = 0; i < c.n; i++) ops[n_ops++] = (mp_chain_op_t){MP_CHAIN_FORWARD, i};
+    for (size_t i = c.n; i-- > 0;) {
+        ops[n_ops++] = (mp_chain_op_t){MP_CHAIN_FORWARD, i};
+        ops[n_ops++] = (mp_chain_op_t){MP_CHAIN_BACKWARD, i};
+    }
+    MP_CHECK_OK(mp_chain_simulate(&c, ops, n_ops, &peak, &modelled));
+    MP_CHECK(modelled > 0);
+    mp_remat_plan_t p;
+    mp_remat_eval_t e;
+    if (MP_CHECK_OK(mp_remat_plan_chain(r, &c, ops, n_ops, "recompute-before-gradient", &p))) {
+        if (MP_CHECK_OK(mp_remat_evaluate(r, &p, &e))) MP_CHECK(e.recomputed == 0 && e.extra_flops == 0);
+        mp_exec_opts_t o = {.seed = 7, .poison = 1};
+        mp_exec_result_t plain;
+        if (MP_CHECK_OK(mp_exec_run(mp_remat_graph(r), &o, &plain))) {
+            prove(r, &p, &plain, "linears");
+            mp_exec_result_free(&plain);
+        }
+        mp_remat_plan_free(&p);
+    }
+    free(ops);
+    mp_chain_free(&c);
+out:
+    mp_remat_free(r);
+    mp_graph_free(fwd);
+}
+
 /* Alg. 3 by hand on the chain of 4 tanh stages (after linear): forward
  * steps 0 linear (256 B), 1-4 tanh (256 B each), 5 linear [4,3] (48 B),
  * 6 softmax_xent (4 B).  Cuts: steps 0..5 (each value is the only one
@@ -447,6 +497,7 @@ int main(int argc, char **argv) {
     test_identity();
     test_accumulate();
     test_alg3();
+    test_chain_prune();
     test_errors();
     test_formulas();
     mp_remat_free(prove_all(chain(12), "chain"));
