@@ -17,11 +17,14 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 GIB = float(1 << 30)
 MIB = float(1 << 20)
+
+# the models benchmark's SVG helpers: escaping, and files written whole or not at all
+sys.path.insert(0, os.path.join(ROOT, "bench", "models"))
+from run import esc, write_atomic  # noqa: E402
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939"]
 
@@ -186,25 +189,6 @@ def errors(rows):
 
 # ------------------------------------------------------------------- svg --
 
-def esc(s):
-    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def write_atomic(path, text):
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=d)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def svg_loglog(series, title, xlabel, ylabel, path, yunit=GIB, marks=None):
     """series: [(label, [(x, bytes)], dashed)]; log2 axes; slope in the legend.
     marks: [(label, y bytes)] horizontal reference lines."""
@@ -323,6 +307,16 @@ def svg_tradeoff(points, title, path):
 
 # ---------------------------------------------------------------- tables --
 
+def policy_table(models, xname, present, title, cell):
+    """One row per model, one column per policy present: cell(row), or why it failed."""
+    cols = [s for s in POLICIES if s in present]
+    md = ["", title, "", "| %s | %s |" % (xname, " | ".join(LABEL[s] for s in cols)), "|---:|" + "---|" * len(cols)]
+    for name, m in models.items():
+        md.append("| %s | %s |" % (fmt_param(m), " | ".join(cell(m[s]) if ok(m.get(s)) else bad(m.get(s))
+                                                          for s in cols)))
+    return md
+
+
 def model_tables(models, xname, with_cheap=True):
     """Memory (GiB), extra FLOPs (%) and planning seconds per model."""
     stages = [s for s, _ in STAGES if with_cheap or s != "cheap"]
@@ -337,30 +331,14 @@ def model_tables(models, xname, with_cheap=True):
         md.append("| %s | %s | %s | %s |" % (
             fmt_param(m), info.get("forward_nodes", "-"), info.get("cuts", "-"),
             " | ".join(gib(peak(m, s)) for s in present)))
-    md += ["", "Extra forward FLOPs (% of one forward pass), recomputed nodes, planning seconds "
-           "(policy + transform + sharing + placement + check):", "",
-           "| %s | %s |" % (xname, " | ".join(LABEL[s] for s in POLICIES if s in present)),
-           "|---:|" + "---|" * len([s for s in POLICIES if s in present])]
-    for name, m in models.items():
-        cells = []
-        for s in POLICIES:
-            if s not in present:
-                continue
-            r = m.get(s)
-            cells.append("%s%% / %d / %.2fs" % (pct(r), r["recomputed"], r["seconds"]) if ok(r) else bad(r))
-        md.append("| %s | %s |" % (fmt_param(m), " | ".join(cells)))
-    md += ["", "Lower bound (most bytes live at once in the transformed graph's in-place storages; "
-           "no placement does better) against the placed peak, GiB:", "",
-           "| %s | %s |" % (xname, " | ".join(LABEL[s] for s in POLICIES if s in present)),
-           "|---:|" + "---|" * len([s for s in POLICIES if s in present])]
-    for name, m in models.items():
-        cells = []
-        for s in POLICIES:
-            if s not in present:
-                continue
-            r = m.get(s)
-            cells.append("%s / %s" % (gib(r["lower_bound"]), gib(r["peak"])) if ok(r) else bad(r))
-        md.append("| %s | %s |" % (fmt_param(m), " | ".join(cells)))
+    md += policy_table(models, xname, present,
+                       "Extra forward FLOPs (% of one forward pass), recomputed nodes, planning seconds "
+                       "(policy + transform + sharing + placement + check):",
+                       lambda r: "%s%% / %d / %.2fs" % (pct(r), r["recomputed"], r["seconds"]))
+    md += policy_table(models, xname, present,
+                       "Lower bound (most bytes live at once in the transformed graph's in-place storages; "
+                       "no placement does better) against the placed peak, GiB:",
+                       lambda r: "%s / %s" % (gib(r["lower_bound"]), gib(r["peak"])))
     return md
 
 

@@ -21,7 +21,7 @@ void mp_chain_free(mp_chain_t *c) {
 }
 
 /* Marks the roots of forward values that gradients read. */
-static mp_status grad_reads(const mp_remat_t *r, bool *mark) {
+static void grad_reads(const mp_remat_t *r, bool *mark) {
     size_t n_order;
     const size_t *order = mp_graph_order(r->train, &n_order);
     for (size_t s = r->n_fwd; s < n_order; s++) {
@@ -31,7 +31,6 @@ static mp_status grad_reads(const mp_remat_t *r, bool *mark) {
             if (mp__remat_producer(r, root) != MP_GRAPH_NONE) mark[root] = true;
         }
     }
-    return MP_OK;
 }
 
 mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {

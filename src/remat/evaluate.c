@@ -20,8 +20,8 @@ static mp_status count_kept(const mp_remat_t *r, const mp_graph_t *g, size_t *ke
     for (size_t s = r->n_fwd; s < n_order; s++) {
         const mp_graph_node_t *nd = mp_graph_node(g, order[s]);
         for (size_t i = 0; i < nd->n_inputs; i++) {
-            const mp_graph_tensor_t *t = mp_graph_tensor(g, mp_graph_tensor(g, nd->inputs[i])->root);
             size_t root = mp_graph_tensor(g, nd->inputs[i])->root;
+            const mp_graph_tensor_t *t = mp_graph_tensor(g, root);
             if (t->producer == MP_GRAPH_NONE || t->producer >= r->n_fwd || mark[root]) continue;
             if (t->kind == MP_TENSOR_PARAMETER || t->kind == MP_TENSOR_GRADIENT || !t->bytes) continue;
             mark[root] = true;

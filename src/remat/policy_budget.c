@@ -13,7 +13,7 @@
  * (the extracted text lost the root signs) -- and try a grid of 6 budgets
  * on [B0/sqrt2, sqrt2*B0] (geometric), plus B0 itself.  Each plan's peak is
  * measured (mp_remat_evaluate: the exact static allocation) and the
- * smallest kept; ties go to less recomputation, then the smaller B.
+ * smallest kept; ties go to less recomputation, then the earlier grid point.
  * O(grid x evaluation). */
 #include "remat_internal.h"
 

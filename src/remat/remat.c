@@ -136,7 +136,7 @@ static mp_status scan_cuts(mp_remat_t *r) {
     last_forward_reads(r, lastf);
     /* block: values crossing the last cut stay live up to there, so no
      * boundary before it can be a cut (they were made before that cut) */
-    size_t head = 0, tail = 0, n_cross = 0, prev = MP_GRAPH_NONE, block = 0;
+    size_t head = 0, tail = 0, n_cross = 0, block = 0;
     r->cross_start[0] = 0;
     for (size_t s = 0; s + 1 < nf; s++) {
         const mp_graph_node_t *nd = mp_graph_node(g, r->fwd_order[s]);
@@ -145,9 +145,9 @@ static mp_status scan_cuts(mp_remat_t *r) {
             if (t->root == nd->outputs[k] && t->bytes && lastf[t->root] > s) queue[tail++] = t->root;
         }
         while (head < tail && lastf[queue[head]] <= s) head++;
+        /* the queue holds only values made after the last cut (it is
+         * emptied at each cut), so no live value predates it */
         if (head == tail || s < block) continue;
-        size_t p0 = r->step_of[mp_graph_tensor(g, queue[head])->producer];
-        if (prev != MP_GRAPH_NONE && p0 <= prev) continue;
         /* a cut: its crossing values are the live entries of the queue */
         uint64_t bytes = 0;
         for (size_t q = head; q < tail; q++) {
@@ -161,7 +161,6 @@ static mp_status scan_cuts(mp_remat_t *r) {
         r->cut_bytes[r->n_cuts++] = bytes;
         r->cross_start[r->n_cuts] = n_cross;
         head = tail;   /* those are accounted for by block */
-        prev = s;
     }
 out:
     free(lastf);
