@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the Python exporter tests with Debian's interpreter (the one that has
-# python3-torch) and prints "python: N passed, N failed".  MEMPLAN names the
+# Runs Python test modules (default: test_export) with Debian's interpreter
+# (the one that has python3-torch) and prints "python: N passed, N failed".
+# Usage: run.sh [MODULE...]; each ctest python_* test names its modules.  MEMPLAN names the
 # memplan binary (ctest passes it); by default build/memplan.  A missing torch
 # fails loudly: install it with scripts/setup-torch.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +20,8 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cd "$here" || exit 1
-/usr/bin/python3 -m unittest -v test_export 2>&1 | tee "$log"
+[ $# -gt 0 ] || set -- test_export
+/usr/bin/python3 -m unittest -v "$@" 2>&1 | tee "$log"
 ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log")
 [ -n "$ran" ] || ran=0
 failed=$(grep -cE '^(FAIL|ERROR):' "$log")
