@@ -83,6 +83,9 @@ typedef struct mp_plan_t {
  * failing call on the same thread. */
 const char *mp_last_error(void);
 
+/* MP_VERSION of the library linked or loaded (a binding's check). */
+const char *mp_version(void);
+
 /* Name of a status code, e.g. "MP_EINVAL". */
 const char *mp_status_name(mp_status s);
 

@@ -13,6 +13,10 @@ static _Thread_local char mp__msg[1024];
 
 const char *mp_last_error(void) { return mp__msg; }
 
+/* The version of the library actually loaded, for bindings that cannot see
+ * the MP_VERSION macro their header was compiled against. */
+const char *mp_version(void) { return MP_VERSION; }
+
 mp_status mp__err(mp_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
