@@ -3,30 +3,124 @@
 
 #include <ctype.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
+
+/* A --model value that is no built-in name is read as records when it
+ * names a file, or looks like a path (so a missing one says so). */
+static bool model_is_file(const char *model) {
+    return access(model, F_OK) == 0 || strpbrk(model, "/.");
+}
 
 int cli_load(const char *path, const char *model, mp_buffer_t **b, size_t *n) {
-    mp_status s;
     if (model) {
-        size_t k;
+        size_t k, i = 0;
         const cli_model *m = cli_models(&k);
-        size_t i = 0;
         while (i < k && strcmp(m[i].name, model)) i++;
-        if (i == k) {
-            fprintf(stderr, "memplan: unknown model '%s' (see 'memplan models')\n", model);
+        if (i < k) {
+            if (m[i].build(b, n) == MP_OK) return EXIT_OK;
+            fprintf(stderr, "memplan: %s\n", mp_last_error());
             return EXIT_INPUT;
         }
-        s = m[i].build(b, n);
-    } else {
-        s = mp_records_read(path, b, n);
+        if (!model_is_file(model))
+            return cli_unknown("memplan", "model", model, cli_model_name,
+                               "see 'memplan models', or give a records file");
+        path = model;
     }
-    if (s != MP_OK) {
-        fprintf(stderr, "memplan: %s\n", mp_last_error());
-        return EXIT_INPUT;
-    }
+    if (mp_records_read(path, b, n) != MP_OK) return cli_read_failed("memplan", path, CLI_RECORDS);
     return EXIT_OK;
+}
+
+const char *cli_strategy_name(size_t i) {
+    const mp_strategy_info_t *s = mp_strategy_info(i);
+    return s ? s->name : NULL;
+}
+
+const char *cli_model_name(size_t i) {
+    size_t k;
+    const cli_model *m = cli_models(&k);
+    return i < k ? m[i].name : NULL;
+}
+
+enum { NAME_LEN = 63 }; /* longer names are far from every known one */
+
+/* Edits (insert, delete, replace, swap two neighbours) from a[0..la) to
+ * b[0..lb), ignoring case: a transposed or mistyped letter is one edit. */
+static size_t name_distance(const char *a, size_t la, const char *b, size_t lb) {
+    size_t r[3][NAME_LEN + 1]; /* rows i-2, i-1 and i of the table, cyclic */
+    if (la > NAME_LEN || lb > NAME_LEN) return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++) r[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t *cur = r[i % 3], *up = r[(i - 1) % 3], *up2 = r[(i + 1) % 3];
+        int ca = tolower((unsigned char)a[i - 1]);
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            int cb = tolower((unsigned char)b[j - 1]);
+            size_t v = up[j - 1] + (ca != cb);
+            if (up[j] + 1 < v) v = up[j] + 1;
+            if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                cb == tolower((unsigned char)a[i - 2]) && up2[j - 2] + 1 < v)
+                v = up2[j - 2] + 1;
+            cur[j] = v;
+        }
+    }
+    return r[la % 3][lb];
+}
+
+static size_t distance_to(const char *name, const char *known) {
+    return name_distance(name, strcspn(name, "="), known, strcspn(known, "=["));
+}
+
+/* Prints the known names at distance d from name ("'a', 'b' or 'c'"), or
+ * all of them ("'a', 'b', 'c'") when d is SIZE_MAX. */
+static void print_names(cli_names known, const char *name, size_t d) {
+    size_t m = 0, k = 0;
+    for (size_t i = 0; known(i); i++) m += d == SIZE_MAX || distance_to(name, known(i)) == d;
+    for (size_t i = 0; known(i); i++) {
+        if (d != SIZE_MAX && distance_to(name, known(i)) != d) continue;
+        const char *sep = k == 0 ? "" : k + 1 == m && d != SIZE_MAX ? " or " : ", ";
+        fprintf(stderr, "%s'%s'", sep, known(i));
+        k++;
+    }
+}
+
+int cli_unknown(const char *who, const char *what, const char *name, cli_names known,
+                const char *see) {
+    size_t best = SIZE_MAX, len = strcspn(name, "=");
+    for (size_t i = 0; known(i); i++) {
+        size_t d = distance_to(name, known(i));
+        if (d < best) best = d;
+    }
+    fprintf(stderr, "%s: unknown %s '%s'", who, what, name);
+    /* Close: about one edit in three letters, so "lenet" is not taken
+     * for "posenet" but "greedy-sise" is for "greedy-size". */
+    if (best <= (len / 3 ? len / 3 : 1)) {
+        fputs("; did you mean ", stderr);
+        print_names(known, name, best);
+        fputs("?\n", stderr);
+    } else if (see) {
+        fprintf(stderr, " (%s)\n", see);
+    } else {
+        fputs(" (one of: ", stderr);
+        print_names(known, name, SIZE_MAX);
+        fputs(")\n", stderr);
+    }
+    return EXIT_INPUT;
+}
+
+bool cli_svg_name(const char *opt, const char *path) {
+    size_t len = strlen(path);
+    if (len >= 4 && !strcasecmp(path + len - 4, ".svg")) return true;
+    fprintf(stderr,
+            "memplan: %s %s: only SVG is written; name the file .svg (convert with e.g. "
+            "rsvg-convert)\n",
+            opt, path);
+    return false;
 }
 
 void cli_default_align(mp_buffer_t *b, size_t n, uint64_t align) {

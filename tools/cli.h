@@ -10,9 +10,38 @@
 
 enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_INPUT = 2 };
 
-/* Loads buffers from path, or from the built-in model if model is set.
+/* Loads buffers from path, or from the built-in model if model is set; a
+ * model that is no built-in name but a file (or a path) is read as records.
  * Prints the error and returns EXIT_INPUT on failure. */
 int cli_load(const char *path, const char *model, mp_buffer_t **b, size_t *n);
+
+/* The i-th name of a fixed list, NULL past its end. */
+typedef const char *(*cli_names)(size_t i);
+const char *cli_strategy_name(size_t i);  /* every strategy */
+const char *cli_model_name(size_t i);     /* every built-in model */
+
+/* Reports that name is not in the list: "WHO: unknown WHAT 'NAME'", then
+ * "; did you mean 'A' or 'B'?" when some names are a few edits away, else
+ * " (SEE)", or " (one of: ...)" when see is NULL.  A parameter ("=K",
+ * "[=K]") is not part of a name.  Returns EXIT_INPUT. */
+int cli_unknown(const char *who, const char *what, const char *name, cli_names known,
+                const char *see);
+
+/* Refuses (message, false) an SVG output whose name does not end in .svg:
+ * only SVG is written, and an SVG named x.png would mislead. */
+bool cli_svg_name(const char *opt, const char *path);
+
+/* The kinds of file memplan reads (tools/cli_kind.c). */
+typedef enum cli_kind { CLI_OTHER, CLI_RECORDS, CLI_PLAN, CLI_GRAPH, CLI_TRACE } cli_kind;
+
+/* What path looks like from its first bytes (gzip is looked through);
+ * CLI_OTHER for anything else, unreadable files and non-regular files. */
+cli_kind cli_sniff(const char *path);
+
+/* After a reader of want failed on path: when path is a file of another
+ * kind, says so and names the command that reads it; else prints the
+ * reader's error (mp_last_error) after "WHO: ".  Returns EXIT_INPUT. */
+int cli_read_failed(const char *who, const char *path, cli_kind want);
 
 /* Applies a default alignment to buffers that have none. */
 void cli_default_align(mp_buffer_t *b, size_t n, uint64_t align);

@@ -10,7 +10,8 @@ static const char help[] =
     "\n"
     "Prints the naive total (every buffer its own region), the offset lower\n"
     "bound (max over time of live bytes) and the shared-object lower bound (sum\n"
-    "of positional maxima, pisarchyk2020 sec. 4.1).\n";
+    "of positional maxima, pisarchyk2020 sec. 4.1).  --model takes a built-in\n"
+    "model ('memplan models') or, when NAME is not one, a records file.\n";
 
 int cmd_bounds(int argc, char **argv) {
     const char *path = NULL, *model = NULL;

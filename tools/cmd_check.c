@@ -14,6 +14,17 @@ static const char help[] =
     "\n"
     "Exit status: 0 valid, 1 invalid (first conflict named), 2 malformed input.\n";
 
+/* The records did not read: the arguments may be the wrong way round. */
+static int records_failed(const char *const files[2]) {
+    if (cli_sniff(files[0]) != CLI_PLAN || cli_sniff(files[1]) != CLI_RECORDS)
+        return cli_read_failed("memplan", files[0], CLI_RECORDS);
+    fprintf(stderr,
+            "memplan: %s: this is a plan CSV, not a records CSV; the records come first: "
+            "\"memplan check %s %s\"\n",
+            files[0], files[1], files[0]);
+    return EXIT_INPUT;
+}
+
 int cmd_check(int argc, char **argv) {
     const char *files[2] = {NULL, NULL};
     size_t nf = 0;
@@ -39,12 +50,16 @@ int cmd_check(int argc, char **argv) {
     }
     mp_buffer_t *b;
     size_t n;
-    int rc = cli_load(files[0], NULL, &b, &n);
-    if (rc) return rc;
+    if (mp_records_read(files[0], &b, &n) != MP_OK) return records_failed(files);
     mp_plan_t p;
     mp_bounds_t bd;
-    if (mp_plan_read_csv(files[1], b, n, &p) != MP_OK || mp_bounds_compute(b, n, &bd) != MP_OK) {
+    if (mp_plan_read_csv(files[1], b, n, &p) != MP_OK) {
+        free(b);
+        return cli_read_failed("memplan", files[1], CLI_PLAN);
+    }
+    if (mp_bounds_compute(b, n, &bd) != MP_OK) {
         fprintf(stderr, "memplan: %s\n", mp_last_error());
+        mp_plan_free(&p);
         free(b);
         return EXIT_INPUT;
     }

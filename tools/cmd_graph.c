@@ -70,13 +70,24 @@ static int add_strategy(opts *o, const char *name) {
         for (size_t i = 0; i < mp_strategy_count() && o->req.n_strategies < 64; i++)
             list[o->req.n_strategies++] = mp_strategy_info(i)->name;
     } else if (!mp_strategy_find(name)) {
-        fprintf(stderr, "memplan graph: unknown strategy '%s' (see 'memplan strategies')\n", name);
-        return EXIT_INPUT;
+        return cli_unknown("memplan graph", "strategy", name, cli_strategy_name,
+                           "see 'memplan strategies'");
     } else if (o->req.n_strategies < 64) {
         list[o->req.n_strategies++] = name;
     }
     o->req.strategies = list;
     return EXIT_OK;
+}
+
+/* The values of --order and --parallel-safe, for cli_unknown. */
+static const char *order_name(size_t i) {
+    static const char *const v[] = {"given", "search"};
+    return i < 2 ? v[i] : NULL;
+}
+
+static const char *safe_mode(size_t i) {
+    static const char *const v[] = {"ancestor", "colour", "both"};
+    return i < 3 ? v[i] : NULL;
 }
 
 static int parse(int argc, char **argv, opts *o) {
@@ -100,7 +111,7 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--parallel-safe=colour") || !strcmp(a, "--parallel-safe=color"))
             o->req.colour = o->any_stage = true;
         else if (!strncmp(a, "--parallel-safe=", 16))
-            return usage("--parallel-safe takes ancestor, colour or both, got", a + 16);
+            return cli_unknown("memplan graph", "--parallel-safe value", a + 16, safe_mode, NULL);
         else if (!strcmp(a, "--strategy") && has_next) {
             o->any_stage = true;
             if (add_strategy(o, argv[++i])) return EXIT_INPUT;
@@ -108,7 +119,7 @@ static int parse(int argc, char **argv, opts *o) {
             const char *v = argv[++i];
             if (!strcmp(v, "search")) o->search = true;
             else if (!strcmp(v, "given")) o->search = false;
-            else return usage("--order takes given or search, got", v);
+            else return cli_unknown("memplan graph", "--order value", v, order_name, NULL);
         } else if (!strcmp(a, "--seed") && has_next) {
             if (!cli_parse_u64("--seed", argv[++i], &o->seed)) return EXIT_INPUT;
         } else if (!strcmp(a, "--records-out") && has_next) o->records_out = argv[++i];
@@ -298,7 +309,7 @@ int cmd_graph(int argc, char **argv) {
     if (rc) return rc < 0 ? EXIT_OK : rc;
 
     mp_graph_t *g;
-    if (mp_graph_load(o.path, &g) != MP_OK) return fail();
+    if (mp_graph_load(o.path, &g) != MP_OK) return cli_read_failed("memplan", o.path, CLI_GRAPH);
     prep p = {0};
     gs_result r = {0};
     run_report rr = {0};

@@ -7,20 +7,22 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE] [--json]\n"
-    "                    [--align N] (RECORDS.csv | --model NAME)\n"
+    "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE.svg] [--json]\n"
+    "                    [--align N] (RECORDS.csv | --model NAME|RECORDS.csv)\n"
     "\n"
     "Plans the buffers of RECORDS.csv (header id,first,last,size with inclusive\n"
     "times, or id,lower,upper,size half-open) and prints, per strategy, the\n"
-    "footprint, its ratio to the lower bound, whether the checker proved it valid,\n"
-    "and the planning time.\n"
+    "footprint, its ratio to the lower bound of the strategy's kind (offsets, or\n"
+    "shared objects), whether the checker proved it valid, and the planning time.\n"
     "\n"
     "  --strategy NAME  a strategy from 'memplan strategies', 'all', or 'auto' (default)\n"
     "  -o FILE          write the best plan as CSV: id,offset,size[,object]\n"
-    "  --svg FILE       draw the best plan (time across, address up)\n"
+    "  --svg FILE.svg   draw the best plan (time across, address up)\n"
     "  --json           print one JSON object instead of the table\n"
     "  --align N        alignment for buffers that give none (default 1)\n"
-    "  --model NAME     plan a built-in model instead of a file ('memplan models')\n"
+    "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
+    "                   a name that is no built-in model but a file (records exported\n"
+    "                   earlier, e.g. by 'memplan models --write') is read as RECORDS.csv\n"
     "\n"
     "Exit status: 0 done, 2 bad usage or malformed input (file:line:field named).\n";
 
@@ -75,12 +77,10 @@ static int parse(int argc, char **argv, opts *o) {
         fprintf(stderr, "memplan plan: give one records file or --model NAME\n%s", help);
         return EXIT_INPUT;
     }
-    if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy)) {
-        fprintf(stderr, "memplan plan: unknown strategy '%s' (see 'memplan strategies')\n",
-                o->strategy);
-        return EXIT_INPUT;
-    }
-    return EXIT_OK;
+    if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy))
+        return cli_unknown("memplan plan", "strategy", o->strategy, cli_strategy_name,
+                           "see 'memplan strategies'");
+    return o->svg && !cli_svg_name("--svg", o->svg) ? EXIT_INPUT : EXIT_OK;
 }
 
 /* Runs and checks one strategy; returns false on a planner failure. */
@@ -102,7 +102,19 @@ static bool run(const mp_buffer_t *b, size_t n, result *r) {
     return true;
 }
 
-static double ratio(uint64_t f, uint64_t lb) { return lb ? (double)f / (double)lb : 1.0; }
+/* Each ratio is to the bound of its strategy's kind: no shared-objects plan
+ * can go below the objects bound, so measuring one against the (lower)
+ * offsets bound would count a gap no such plan can close. */
+static bool objects_kind(const result *r) {
+    return mp_strategy_find(r->name)->kind == MP_KIND_OBJECTS;
+}
+
+static const char *bound_name(const result *r) { return objects_kind(r) ? "objects" : "offsets"; }
+
+static double ratio(const result *r, const mp_bounds_t *bd) {
+    uint64_t lb = objects_kind(r) ? bd->objects : bd->offsets;
+    return lb ? (double)r->plan.footprint / (double)lb : 1.0;
+}
 
 static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t n,
                         const result *best) {
@@ -110,18 +122,19 @@ static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t
     printf("%zu buffers; naive %s, lower bound %s (offsets), %s (shared objects)\n\n", n,
            cli_human(bd->naive, h1, sizeof h1), cli_human(bd->offsets, h2, sizeof h2),
            cli_human(bd->objects, h3, sizeof h3));
-    printf("%-30s %16s %12s %7s %6s %10s\n", "strategy", "footprint", "", "ratio", "valid", "ms");
+    printf("%-30s %16s %12s %7s %-8s %6s %10s\n", "strategy", "footprint", "", "ratio",
+           "to bound", "valid", "ms");
     for (size_t i = 0; i < k; i++) {
         if (!r[i].ran) {
-            printf("%-30s %16s %12s %7s %6s %10s\n", r[i].name, "skipped", "", "", "", "");
+            printf("%-30s %16s %12s %7s %-8s %6s %10s\n", r[i].name, "skipped", "", "", "", "", "");
             continue;
         }
         char label[64];
         snprintf(label, sizeof label, "%s%s%s", r[i].name, strcmp(r[i].name, "auto") ? "" : " -> ",
                  strcmp(r[i].name, "auto") ? "" : r[i].plan.strategy);
-        printf("%-30s %16llu %12s %7.4f %6s %10.3f%s\n", label,
+        printf("%-30s %16llu %12s %7.4f %-8s %6s %10.3f%s\n", label,
                (unsigned long long)r[i].plan.footprint, cli_human(r[i].plan.footprint, h1, sizeof h1),
-               ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "yes" : "NO", r[i].ms,
+               ratio(&r[i], bd), bound_name(&r[i]), r[i].valid ? "yes" : "NO", r[i].ms,
                &r[i] == best ? "  *" : "");
     }
     if (best)
@@ -142,9 +155,10 @@ static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t 
     const char *sep = "";
     for (size_t i = 0; i < k; i++) {
         if (!r[i].ran) continue;
-        printf("%s{\"strategy\":\"%s\",\"footprint\":%llu,\"ratio\":%.6f,\"valid\":%s,\"ms\":%.3f",
-               sep, r[i].name, (unsigned long long)r[i].plan.footprint,
-               ratio(r[i].plan.footprint, bd->offsets), r[i].valid ? "true" : "false", r[i].ms);
+        printf("%s{\"strategy\":\"%s\",\"footprint\":%llu,\"ratio\":%.6f,\"valid\":%s,"
+               "\"ms\":%.3f,\"bound\":\"%s\"",
+               sep, r[i].name, (unsigned long long)r[i].plan.footprint, ratio(&r[i], bd),
+               r[i].valid ? "true" : "false", r[i].ms, bound_name(&r[i]));
         if (!strcmp(r[i].name, "auto")) printf(",\"winner\":\"%s\"", r[i].plan.strategy);
         putchar('}');
         sep = ",";

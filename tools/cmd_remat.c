@@ -56,7 +56,7 @@ static const char help[] =
     "                        before every write) and compare its loss and gradients\n"
     "                        bit for bit with the plain training step\n"
     "  --seed N              seed of the inputs and parameters for --run (default 1)\n"
-    "  --svg FILE            draw the placement of the chosen plan (with --budget) or\n"
+    "  --svg FILE.svg        draw the placement of the chosen plan (with --budget) or\n"
     "                        of the plan with the smallest peak\n"
     "  --graph-out FILE      write that plan's training graph as memplan-graph/1\n"
     "                        (.gz: compressed)\n"
@@ -95,10 +95,11 @@ static bool known_policy(const char *name) {
     return false;
 }
 
-static void policy_list(FILE *f) {
-    for (size_t i = 0; mp_remat_policy_name(i); i++)
-        fprintf(f, "%s%s", i ? ", " : "", mp_remat_policy_name(i));
-    fputs(", all", f);
+/* The policies and "all", for cli_unknown. */
+static const char *policy_name(size_t i) {
+    size_t n = 0;
+    while (mp_remat_policy_name(n)) n++;
+    return i < n ? mp_remat_policy_name(i) : i == n ? "all" : NULL;
 }
 
 /* "--name VALUE" or "--name=VALUE": 1 and *val when a matches, -1 when the
@@ -139,12 +140,7 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--run")) o->run = true;
         else if (!strcmp(a, "--persistent")) o->persistent = true;
         else if (which == 0) {
-            if (!known_policy(v)) {
-                fprintf(stderr, "memplan remat: unknown policy '%s' (policies: ", v);
-                policy_list(stderr);
-                fputs(")\n", stderr);
-                return EXIT_INPUT;
-            }
+            if (!known_policy(v)) return cli_unknown("memplan remat", "policy", v, policy_name, NULL);
             o->policy = v;
         } else if (which == 1) {
             const char *why = cli_parse_size(v, &o->budget);
@@ -154,15 +150,16 @@ static int parse(int argc, char **argv, opts *o) {
             }
             o->has_budget = true;
         } else if (which == 2) {
-            if (!mp_strategy_find(v)) {
-                fprintf(stderr, "memplan remat: unknown strategy '%s' (see 'memplan strategies')\n",
-                        v);
-                return EXIT_INPUT;
-            }
+            if (!mp_strategy_find(v))
+                return cli_unknown("memplan remat", "strategy", v, cli_strategy_name,
+                                   "see 'memplan strategies'");
             o->strategy = v;
         } else if (which == 3) {
             if (!cli_parse_u64("--seed", v, &o->seed)) return EXIT_INPUT;
-        } else if (which == 4) o->svg = v;
+        } else if (which == 4) {
+            if (!cli_svg_name("--svg", v)) return EXIT_INPUT;
+            o->svg = v;
+        }
         else if (which == 5) o->graph_out = v;
         else if ((a[0] == '-' && a[1]) || o->path) return usage("unexpected argument", a);
         else o->path = a;
@@ -476,7 +473,8 @@ int cmd_remat(int argc, char **argv) {
     if (rc) return rc < 0 ? EXIT_OK : rc;
     const opts *o = &s.o;
 
-    if (mp_graph_load(o->path, &s.fwd) != MP_OK) return fail();
+    if (mp_graph_load(o->path, &s.fwd) != MP_OK)
+        return cli_read_failed("memplan remat", o->path, CLI_GRAPH);
     /* Shapes against the op registry, before anything is derived from them. */
     if (mp_graph_check_shapes(s.fwd, NULL) != MP_OK) {
         fprintf(stderr, "memplan remat: %s: %s\n", o->path, mp_last_error());

@@ -49,6 +49,11 @@ static void print_period(const mp_period_t *pr, bool json) {
     printf("blocks across iterations %zu\n", pr->n_cross);
 }
 
+static const char *sub_name(size_t i) {
+    static const char *const subs[] = {"stats", "records", "period", "svg"};
+    return i < 4 ? subs[i] : NULL;
+}
+
 int cmd_trace(int argc, char **argv) {
     const char *sub = NULL, *path = NULL, *outp = NULL, *title = NULL;
     bool json = false, iteration = false;
@@ -84,13 +89,12 @@ int cmd_trace(int argc, char **argv) {
             path = argv[i];
         }
     }
-    static const char *const subs[] = {"stats", "records", "period", "svg"};
     int which = -1;
-    for (int i = 0; sub && i < 4; i++)
-        if (!strcmp(sub, subs[i])) which = i;
+    for (int i = 0; sub && sub_name(i); i++)
+        if (!strcmp(sub, sub_name(i))) which = i;
+    if (which < 0 && sub) return cli_unknown("memplan trace", "subcommand", sub, sub_name, NULL);
     if (which < 0) {
-        if (sub) fprintf(stderr, "memplan trace: unknown subcommand '%s'\n%s", sub, help);
-        else fprintf(stderr, "memplan trace: give a subcommand and a trace file\n%s", help);
+        fprintf(stderr, "memplan trace: give a subcommand and a trace file\n%s", help);
         return EXIT_INPUT;
     }
     if (!path) {
@@ -101,11 +105,9 @@ int cmd_trace(int argc, char **argv) {
         fprintf(stderr, "memplan trace svg: give -o OUT.svg\n");
         return EXIT_INPUT;
     }
+    if (which == 3 && !cli_svg_name("-o", outp)) return EXIT_INPUT;
     mp_trace_t *t;
-    if (mp_trace_read(path, &t) != MP_OK) {
-        fprintf(stderr, "memplan: %s\n", mp_last_error());
-        return EXIT_INPUT;
-    }
+    if (mp_trace_read(path, &t) != MP_OK) return cli_read_failed("memplan", path, CLI_TRACE);
     int rc = EXIT_OK;
     mp_period_t pr = {0};
     mp_trace_stats_t st;

@@ -59,8 +59,8 @@ expect 2 "shape_mismatch.json: node 2 'fc2' (nn.Linear): output 'logits' is floa
 expect 2 "node 0 'pack': no kernel for op 'pack'" graph --run $G/alias_chain.json
 expect 2 "node 2 'relu' (aten::relu): output 'b' is float16 [4] in the graph, but relu gives float32 [4]" graph $G/small.json
 expect 2 "No such file or directory" graph no/such.json
-expect 2 "--order takes given or search, got sideways" graph --order sideways $G/mlp.json
-expect 2 "--parallel-safe takes ancestor, colour or both, got x" graph --parallel-safe=x $G/mlp.json
+expect 2 "unknown --order value 'sideways' (one of: 'given', 'search')" graph --order sideways $G/mlp.json
+expect 2 "unknown --parallel-safe value 'x' (one of: 'ancestor', 'colour', 'both')" graph --parallel-safe=x $G/mlp.json
 expect 2 "unknown strategy 'nope'" graph --strategy nope $G/mlp.json
 expect 2 "--seed needs a positive integer" graph --seed -1 $G/mlp.json
 expect 2 "give one graph file" graph

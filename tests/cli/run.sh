@@ -84,7 +84,7 @@ d = json.load(open(sys.argv[1]))
 assert d["naive"] == 20182856 and d["lower_bound"] == 4816896, d
 assert len(d["results"]) >= 13, d
 for r in d["results"]:
-    assert set(r) == {"strategy", "footprint", "ratio", "valid", "ms"}, r
+    assert set(r) == {"strategy", "footprint", "ratio", "valid", "ms", "bound"}, r
     assert r["valid"] is True and r["footprint"] >= d["lower_bound"], r
 assert d["best"] in [r["strategy"] for r in d["results"]]
 PY
