@@ -1,0 +1,124 @@
+"""torch.fx plumbing for memplan.torch: capturing any nn.Module as a
+memplan-graph/1 forward graph whose node names are the fx node names, and
+rebuilding the module with chosen runs of nodes checkpointed.
+
+The graph memplan plans and the module torch runs come from the same fx
+trace, so a plan's node names name the module's own nodes.
+"""
+
+import contextlib
+
+import torch
+import torch.fx
+from torch.fx.passes.split_module import split_module
+from torch.utils.checkpoint import checkpoint
+
+from .capture import ExportError, Recorder
+from .trace import _propagate, py311_unpack_fix
+
+
+def as_tuple(inputs):
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+@contextlib.contextmanager
+def frozen(model):
+    """Runs a block with model in eval mode and gives back its mode and every
+    parameter and buffer exactly as they were (a capture or a measured step
+    must not change the user's model)."""
+    training = model.training
+    saved = {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()}
+    grads = {k: (p.grad.clone() if p.grad is not None else None)
+             for k, p in model.named_parameters()}
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for k, v in model.state_dict(keep_vars=True).items():
+                v.copy_(saved[k])
+        for k, p in model.named_parameters():
+            p.grad = grads[k]
+        model.train(training)
+
+
+def trace(model):
+    """The fx GraphModule of model (symbolic tracing; leaf nn modules kept)."""
+    try:
+        with py311_unpack_fix():
+            return torch.fx.symbolic_trace(model)
+    except Exception as e:
+        text = str(e).strip().splitlines()
+        raise ExportError("torch.fx cannot trace the model: %s"
+                          % (text[0] if text else type(e).__name__)) from None
+
+
+def capture(model, inputs, name="model"):
+    """(gm, graph dict): the fx trace of model and its memplan-graph/1
+    forward graph recorded on inputs (run once in eval mode, no grad; the
+    model is left as it was)."""
+    inputs = as_tuple(inputs)
+    gm = trace(model)
+    with frozen(model):
+        model.eval()
+        info = [{"kind": "input", "name": "input" if len(inputs) == 1 else f"input{i}"}
+                for i in range(len(inputs))]
+        rec = Recorder(gm, info)
+        _propagate(rec, *inputs)
+        rec.finish()
+    shape = list(inputs[0].shape) if inputs and isinstance(inputs[0], torch.Tensor) else []
+    meta = {"name": name, "batch": shape[0] if shape else 1, "input_shape": shape,
+            "train": False, "level": "fx", "exporter": "memplan.torch"}
+    return gm, rec.graph(meta)
+
+
+class Checkpointed(torch.nn.Module):
+    """A run of nodes whose activations are dropped in the forward pass and
+    recomputed in the backward pass (torch.utils.checkpoint, non-reentrant).
+
+    The recomputation runs the nodes a second time in train mode, which
+    would move batch-norm running statistics twice per step; they are put
+    back after it, so the model trains exactly like the unmodified one."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self._first = False
+
+    def forward(self, *args):
+        self._first = True
+        return checkpoint(self._run, *args, use_reentrant=False)
+
+    def _run(self, *args):
+        if self._first:
+            self._first = False
+            return self.inner(*args)
+        saved = [(b, b.detach().clone()) for b in self.inner.buffers()]
+        try:
+            return self.inner(*args)
+        finally:
+            with torch.no_grad():
+                for b, v in saved:
+                    b.copy_(v)
+
+
+def rebuild(model, gm, segment_of):
+    """model's GraphModule split into consecutive parts, the parts named in
+    segment_of (fx node name -> segment number) wrapped in Checkpointed.
+    Parameters and buffers are model's own (shared, not copied)."""
+    part, last, parts, ckpt = {}, None, -1, set()
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        key = ("ckpt", segment_of[n.name]) if n.name in segment_of else ("plain",)
+        if key != last or key == ("plain",) and last != ("plain",):
+            parts += 1
+            last = key
+        part[n.name] = parts
+        if key[0] == "ckpt":
+            ckpt.add(parts)
+    split = split_module(gm, model, lambda n: part[n.name])
+    for k in sorted(ckpt):
+        name = f"submod_{k}"
+        setattr(split, name, Checkpointed(getattr(split, name)))
+    split.memplan_checkpointed = len(ckpt)
+    return split
