@@ -10,7 +10,10 @@
    candidate becomes chen2016 mirror counts (m = 1 inside a run, 0 for a
    node whose value leaves it) and the library evaluates it exactly: the
    transformed graph shared, placed and checked (its peak), and its extra
-   FLOPs.  O(L-values x stages) evaluations.
+   FLOPs.  O(L-values x stages) evaluations.  Leaf modules hide what
+   autograd saves inside them (an LSTM's gates): those bytes are measured
+   at capture (saved-tensor hooks) and added to the peak of every
+   candidate that keeps them.
 3. Choose the least extra FLOPs whose planned peak fits the budget, build
    the module (torch.fx split_module, the runs wrapped in non-reentrant
    torch.utils.checkpoint) and MEASURE one real training step's peak
@@ -25,7 +28,7 @@ import time
 from collections import namedtuple
 
 from . import lib
-from ._fx import capture, rebuild
+from ._fx import capture, hidden_saved_bytes, rebuild
 from ._measure import measure_peak
 from .recompute import BudgetError
 
@@ -46,7 +49,7 @@ RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
 class Planner:
     """The forward graph of a module in libmemplan and its stage chain."""
 
-    def __init__(self, graph_dict, name):
+    def __init__(self, graph_dict, name, hidden=None):
         self.graph = lib.Graph.parse(json.dumps(graph_dict), name)
         self.remat = lib.Remat(self.graph)
         train = self.remat.graph
@@ -64,6 +67,8 @@ class Planner:
             if ids and all(self.nodes[v].name in fx for v in ids):
                 self.stages.append(ids)
         self._readers = self._forward_readers()
+        ids = {self.nodes[v].name: v for v in self.forward}
+        self.hidden = {ids[k]: b for k, b in (hidden or {}).items() if k in ids}
 
     def _forward_readers(self):
         readers = {}
@@ -92,8 +97,22 @@ class Planner:
 
     def evaluate(self, runs):
         m = self.mirror(runs)
+        if any(not any(m[v] for v in r) for r in runs):
+            return None                 # a run that drops nothing: no candidate
         e = self.remat.evaluate(self.remat.plan_mirror(m, "checkpoint"))
-        return Candidate(tuple(tuple(r) for r in runs), m, e.peak, e.extra_flops)
+        # torch.utils.checkpoint reruns a whole run, the nodes whose values
+        # leave it (kept, m = 0) too: their FLOPs are extra as well.
+        rerun = sum(self.remat.node_flops(v) for r in runs for v in r if not m[v])
+        return Candidate(tuple(tuple(r) for r in runs), m, e.peak + self._hidden(m, runs),
+                         e.extra_flops + rerun)
+
+    def _hidden(self, m, runs):
+        """What autograd saves inside opaque nodes (hidden_saved_bytes): kept
+        from the forward to the backward pass unless the node is
+        recomputed, and then present while its run is recomputed."""
+        kept = sum(b for v, b in self.hidden.items() if not m[v])
+        redo = max((sum(self.hidden.get(v, 0) for v in r if m[v]) for r in runs), default=0)
+        return kept + redo
 
     def candidates(self):
         seen, out = set(), [self.evaluate([])]
@@ -109,7 +128,9 @@ class Planner:
                 key = tuple(tuple(r) for r in runs)
                 if key not in seen:
                     seen.add(key)
-                    out.append(self.evaluate(runs))
+                    cand = self.evaluate(runs)
+                    if cand:
+                        out.append(cand)
         return out
 
     def _value(self, run):
@@ -129,9 +150,10 @@ def fit(model, inputs, budget, loss_fn=None, name="model", attempts=4, verify=Tr
     loss and gradients.  BudgetError when nothing measured fits."""
     t0 = time.perf_counter()
     gm, graph = capture(model, inputs, name)
+    hidden = hidden_saved_bytes(model, gm, inputs)
     took = [time.perf_counter() - t0]
     t0 = time.perf_counter()
-    planner = Planner(graph, name)
+    planner = Planner(graph, name, hidden)
     cands = sorted(planner.candidates(), key=lambda c: (c.extra_flops, c.peak))
     fwd = planner.remat.evaluate(planner.remat.policy("none")).forward_flops
     took.append(time.perf_counter() - t0)

@@ -71,6 +71,64 @@ def capture(model, inputs, name="model"):
     return gm, rec.graph(meta)
 
 
+class _SavedBy(torch.fx.Interpreter):
+    """Runs a GraphModule node by node, naming the node that is running."""
+
+    current = None
+
+    def run_node(self, n):
+        self.current = n.name
+        return super().run_node(n)
+
+
+def _storage(t):
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return s.data_ptr(), s.nbytes()
+
+
+def hidden_saved_bytes(model, gm, inputs):
+    """{fx node name: bytes}: what autograd saves for the backward pass while
+    a node runs that is none of the graph's values -- the insides of leaf
+    modules the graph cannot see (an LSTM's gates, a Transformer layer's
+    attention), which checkpointing the node frees too.  Measured by saved-
+    tensor hooks over one forward pass in train mode; model left as it was."""
+    inputs = as_tuple(inputs)
+    visible, saved = set(), {}
+    runner = _SavedBy(gm, garbage_collect_values=False)   # every value stays
+    # alive to the end, so no storage address is reused during the run
+
+    def pack(t):
+        if t.layout == torch.strided and t.numel():
+            saved.setdefault(_storage(t), runner.current)
+        return t
+
+    with frozen(model):
+        model.train()
+        for t in list(model.parameters()) + list(model.buffers()) + list(inputs):
+            if isinstance(t, torch.Tensor):
+                visible.add(_storage(t)[0])
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            result = runner.run(*inputs)
+        for value in list(runner.env.values()) + [result]:
+            for t in _flat_tensors(value):
+                visible.add(_storage(t)[0])
+    out = {}
+    for (ptr, nbytes), node in saved.items():
+        if ptr not in visible and node is not None:
+            out[node] = out.get(node, 0) + nbytes
+    return out
+
+
+def _flat_tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value] if value.layout == torch.strided and value.numel() else []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flat_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flat_tensors(v)]
+    return []
+
+
 class Checkpointed(torch.nn.Module):
     """A run of nodes whose activations are dropped in the forward pass and
     recomputed in the backward pass (torch.utils.checkpoint, non-reentrant).
