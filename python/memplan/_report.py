@@ -156,14 +156,13 @@ def plan_problem(graph, gplan):
     planned owning tensor (id = tensor id) at its storage's offset."""
     first, last = graph.lifetimes()
     storage = gplan.storage
-    # the binding exposes no inplace_of: read it from the C plan it wraps
-    inplace_of = gplan._c.inplace_of[:len(storage)] if storage else []
+    inplace_of = gplan.inplace_of
     offsets = gplan.offsets
     rows, offs = [], []
     for t in graph.tensors:
         if t.root != t.id or storage[t.id] is None:
             continue
-        lo = 2 * first[t.id] + (inplace_of[t.id] != lib._ffi.NONE)
+        lo = 2 * first[t.id] + (inplace_of[t.id] is not None)
         rows.append((t.id, lo, max(2 * last[t.id], lo), t.bytes))
         offs.append(offsets[storage[t.id]])
     return lib.Problem(rows), offs

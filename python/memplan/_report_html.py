@@ -144,8 +144,6 @@ def plan_svg(r):
         with open(path, encoding="utf-8") as f:
             svg = f.read()
     svg = re.sub(r"<\?xml[^>]*\?>\s*", "", svg)
-    # the binding does not pass a lib.Plan's strategy name to the library
-    svg = svg.replace(" \u2014 (unnamed strategy)", f" \u2014 {esc(r.plan.placement)}", 1)
     svg = svg.replace(' xmlns="http://www.w3.org/2000/svg"', "", 1)
     names = {t.id: t.name for t in r.graph.tensors}
     return re.sub(r"<title>id (\d+):",

@@ -236,6 +236,11 @@ class GraphPlan:
         return [_id(s) for s in self._c.storage[:self._c.n_tensors]]
 
     @property
+    def inplace_of(self):
+        """Per tensor: the input tensor it was written over, or None."""
+        return [_id(s) for s in self._c.inplace_of[:self._c.n_tensors]]
+
+    @property
     def storage_sizes(self):
         return self._c.storage_size[:self._c.n_storages]
 

@@ -178,12 +178,12 @@ class Plan:
     def _c(self):
         """A CPlan pointing into arrays this call keeps alive (returned)."""
         n = len(self.offsets)
-        keep = [(ctypes.c_uint64 * max(1, n))(*self.offsets)]
-        c = _ffi.CPlan(n=n, offset=keep[0], footprint=self.footprint)
+        keep = [(ctypes.c_uint64 * max(1, n))(*self.offsets), enc(self.strategy)]
+        c = _ffi.CPlan(n=n, offset=keep[0], footprint=self.footprint, strategy=keep[1])
         if self.objects is not None:
             keep.append((ctypes.c_size_t * max(1, n))(*self.objects))
             keep.append((ctypes.c_uint64 * max(1, len(self.object_sizes)))(*self.object_sizes))
-            c.object, c.object_size, c.n_objects = keep[1], keep[2], len(self.object_sizes)
+            c.object, c.object_size, c.n_objects = keep[2], keep[3], len(self.object_sizes)
         return c, keep
 
     def check(self):
