@@ -2,12 +2,16 @@
 
     PYTHONPATH=python /usr/bin/python3 -m memplan.export MODEL [--batch B]
         [--size HxW] [--train] [-o DIR] [--include-persistent] [--quiet]
+    PYTHONPATH=python /usr/bin/python3 -m memplan.export FILE.onnx [-o DIR]
+        [--include-persistent] [--quiet]
     PYTHONPATH=python /usr/bin/python3 -m memplan.export --list
 
 Writes DIR/MODEL.graph.json and DIR/MODEL.records.csv (MODEL-train.* with
---train).  Bad arguments and models that fail on the requested input exit
-with status 2 and one message on stderr; files are written to temporary
-names and renamed, so a failed export leaves nothing behind.
+--train); for FILE.onnx (onnx_import.py, docs/onnx.md) DIR/FILE.graph.json
+and DIR/FILE.records.csv.  Bad arguments, unreadable files and models that
+fail on the requested input exit with status 2 and one message on stderr;
+files are written to temporary names and renamed, so a failed export leaves
+nothing behind.
 """
 
 import argparse
@@ -19,6 +23,7 @@ import time
 from . import records as rec_mod
 
 EXIT_USAGE = 2
+EXIT_SIGPIPE = 128 + 13    # what a shell reports for a process killed by SIGPIPE
 
 
 class UsageError(Exception):
@@ -99,6 +104,8 @@ def list_models(out):
 
 
 def run(args, log):
+    if args.model.endswith(".onnx"):
+        return run_onnx(args, log)
     from .models import MODELS, build
     spec = MODELS.get(args.model)
     if spec is None:
@@ -113,10 +120,11 @@ def run(args, log):
 
     torch.manual_seed(0)
     mode = "training" if args.train else "inference"
-    log("export: %s %s, batch %d, %dx%d" % (spec.name, mode, args.batch, size[0], size[1]))
+    batch = args.batch or 1
+    log("export: %s %s, batch %d, %dx%d" % (spec.name, mode, batch, size[0], size[1]))
     t0 = time.time()
     model = build(spec, size)
-    example = torch.randn(args.batch, 3, size[0], size[1])
+    example = torch.randn(batch, 3, size[0], size[1])
     log("export: built the model (%.1f s); tracing and running it" % (time.time() - t0))
     try:
         graph = export_module(model, example, spec.name, train=args.train,
@@ -124,9 +132,32 @@ def run(args, log):
     except ExportError as e:
         _fail("%s: %s" % (spec.name, e))
     except MemoryError:
-        _fail("%s: out of memory at batch %d, %dx%d" % (spec.name, args.batch, *size))
+        _fail("%s: out of memory at batch %d, %dx%d" % (spec.name, batch, *size))
+    write_outputs(graph, spec.name + ("-train" if args.train else ""), args, log, t0)
+
+
+def run_onnx(args, log):
+    """Import an ONNX file (its shapes are fixed in it: no --batch/--size)."""
+    given = [o for o, v in (("--train", args.train), ("--batch", args.batch),
+                            ("--size", args.size)) if v]
+    if given:
+        _fail("%s: an ONNX model's input shapes are fixed in the file"
+              % " and ".join(given))
+    from .onnx_import import OnnxImportError, import_onnx
+    t0 = time.time()
+    log("export: importing %s" % args.model)
+    try:
+        graph = import_onnx(args.model)
+    except OnnxImportError as e:
+        _fail(str(e))
+    except MemoryError:
+        _fail("%s: out of memory" % args.model)
+    write_outputs(graph, graph["model"]["name"], args, log, t0)
+
+
+def write_outputs(graph, base, args, log, t0):
+    """DIR/base.graph.json and DIR/base.records.csv, and the summary."""
     rows = rec_mod.records(graph, include_persistent=args.include_persistent)
-    base = spec.name + ("-train" if args.train else "")
     paths = write_atomically(args.output_dir, [
         (base + ".graph.json", lambda f: write_json(graph, f)),
         (base + ".records.csv", lambda f: f.write(rec_mod.records_csv(rows))),
@@ -140,16 +171,35 @@ def run(args, log):
 
 
 def main(argv=None):
+    try:
+        return cli(argv)
+    except BrokenPipeError:
+        # stdout's reader has gone (`--list | head -1`): stop quietly like a
+        # Unix filter killed by SIGPIPE (status 128 + 13), with stdout on
+        # /dev/null so the interpreter's last flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_SIGPIPE
+
+
+def cli(argv):
     p = argparse.ArgumentParser(
         prog="python3 -m memplan.export",
-        description="Export a torchvision model's computation graph to memplan-graph/1 "
-                    "JSON and usage records (docs/graph-format.md).")
-    p.add_argument("model", nargs="?", help="model name (see --list)")
+        description="Export a torchvision model's computation graph, or import an ONNX "
+                    "model, to memplan-graph/1 JSON and usage records "
+                    "(docs/graph-format.md, docs/onnx.md).",
+        epilog="An ONNX model must have fixed input shapes (no dynamic axes); "
+               "--batch, --size and --train do not apply to it.")
+    p.add_argument("model", nargs="?",
+                   help="model name (see --list), or a FILE.onnx to import "
+                        "(writes FILE.graph.json and FILE.records.csv)")
     p.add_argument("--list", action="store_true", help="list the supported models and exit")
-    p.add_argument("--batch", type=parse_batch, default=1, help="batch size (default 1)")
-    p.add_argument("--size", type=parse_size, help="input HxW (default: the model's own)")
+    p.add_argument("--batch", type=parse_batch,
+                   help="batch size (default 1; torchvision models only)")
+    p.add_argument("--size", type=parse_size,
+                   help="input HxW (default: the model's own; torchvision models only)")
     p.add_argument("--train", action="store_true",
-                   help="export a training step (forward + loss + backward, aten level)")
+                   help="export a training step (forward + loss + backward, aten level; "
+                        "torchvision models only)")
     p.add_argument("-o", "--output-dir", default=".", help="output directory (default .)")
     p.add_argument("--include-persistent", action="store_true",
                    help="also put parameters (and gradients) in the records")
