@@ -12,8 +12,8 @@ PYTHONDONTWRITEBYTECODE=1   # leave no __pycache__ in the tree
 export PYTHONDONTWRITEBYTECODE
 PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONPATH
-if ! /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
-    echo "python: torch/torchvision missing for /usr/bin/python3 (run scripts/setup-torch)" >&2
+if ! /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
+    echo "python: torch/torchvision/onnx missing for /usr/bin/python3 (run scripts/setup-torch)" >&2
     echo "python: 0 passed, 1 failed"
     exit 1
 fi
