@@ -886,4 +886,8 @@ void mp_exec_result_free(mp_exec_result_t *r);
  * chain dynamic program, the budget contract (src/remat/) */
 #include "memplan_remat.h"
 
+/* swapping: timed iterations, the transfer model, the simulator, AutoSwap's
+ * scores and selection (src/swap/) */
+#include "memplan_swap.h"
+
 #endif /* MEMPLAN_H */
