@@ -63,6 +63,12 @@ const char *mp__tensor_kind_name(mp_tensor_kind k);
 
 /* Recompute transform helpers (builder.c): a copy of node `node` of g (op,
  * attrs) over other tensors, and replacing a node's inputs. */
+/* FLOPs of one run of node id: attrs.flops, else an estimate from the op
+ * and shapes; a gradient node twice its forward node's (src/graph/flops.c). */
+uint64_t mp__graph_node_flops(const mp_graph_t *g, size_t id);
+/* The estimate alone (ignores attrs.flops). */
+uint64_t mp__graph_estimate_flops(const mp_graph_t *g, size_t id);
+
 mp_status mp__builder_copy_node(mp_graph_builder_t *b, const mp_graph_t *g, size_t node, const char *name,
                                 const size_t *in, size_t n_in, const size_t *out, size_t n_out, size_t *id);
 mp_status mp__builder_set_inputs(mp_graph_builder_t *b, size_t id, const size_t *in, size_t n_in);

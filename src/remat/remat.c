@@ -1,7 +1,7 @@
 /* remat.c -- the recompute context: the training graph of a forward graph
  * and what every policy reads of it (mp_remat_new), computed once.
  *
- *   - per forward node: FLOPs (attrs.flops, else the estimate below) and
+ *   - per forward node: FLOPs (attrs.flops, else the estimate of src/graph/flops.c) and
  *     owned output bytes;
  *   - the backward groups of the training graph (see remat_internal.h);
  *   - the chain: forward steps s whose crossing values (non-persistent
@@ -14,6 +14,7 @@
  *     Each value crosses at most one cut, so the sweep is O(tensors + reads).
  */
 #include "remat_internal.h"
+#include "../graph/graph_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,30 +43,6 @@ size_t mp__remat_producer(const mp_remat_t *r, size_t t) {
     return x->producer;
 }
 
-/* Estimated FLOPs of one run of a node: 2*MACs for conv (from the weight
- * [Cout, Cin/g, kh, kw]), linear (weight [out, in]) and matmul (input 0's
- * last dimension), else one per output element; views cost nothing. */
-static uint64_t estimate_flops(const mp_graph_t *g, size_t id) {
-    const mp_graph_node_t *nd = mp_graph_node(g, id);
-    const mp_op_info_t *info = mp_op_info(nd->op);
-    uint64_t out = 0;
-    for (size_t k = 0; k < nd->n_outputs; k++) out += mp_graph_tensor(g, nd->outputs[k])->numel;
-    if (info->view) return 0;
-    uint64_t k = 0;
-    if (!strcmp(info->name, "conv2d") && nd->n_inputs >= 2) {
-        const mp_graph_tensor_t *w = mp_graph_tensor(g, nd->inputs[1]);
-        if (w->rank == 4) k = w->shape[1] * w->shape[2] * w->shape[3];
-    } else if (!strcmp(info->name, "linear") && nd->n_inputs >= 2) {
-        const mp_graph_tensor_t *w = mp_graph_tensor(g, nd->inputs[1]);
-        if (w->rank == 2) k = w->shape[1];
-    } else if (!strcmp(info->name, "matmul") && nd->n_inputs >= 1) {
-        const mp_graph_tensor_t *a = mp_graph_tensor(g, nd->inputs[0]);
-        if (a->rank >= 1) k = a->shape[a->rank - 1];
-    }
-    if (k == 0) return out;
-    return k > UINT64_MAX / 2 / (out ? out : 1) ? UINT64_MAX / 4 : 2 * k * out;
-}
-
 /* Per forward node: FLOPs, bytes, forced; the total. */
 static mp_status scan_nodes(mp_remat_t *r) {
     const mp_graph_t *g = r->train;
@@ -75,7 +52,7 @@ static mp_status scan_nodes(mp_remat_t *r) {
         size_t v = r->fwd_order[s];
         const mp_graph_node_t *nd = mp_graph_node(g, v);
         r->step_of[v] = s;
-        r->flops[v] = nd->flops ? nd->flops : estimate_flops(g, v);
+        r->flops[v] = nd->flops ? nd->flops : mp__graph_estimate_flops(g, v);
         for (size_t k = 0; k < nd->n_outputs; k++) r->bytes[v] += mp_graph_tensor(g, nd->outputs[k])->bytes;
         if (r->total_flops > UINT64_MAX - r->flops[v]) return mp__err(MP_EOVERFLOW, "remat: FLOPs overflow");
         r->total_flops += r->flops[v];

@@ -14,4 +14,7 @@ static inline double mp__seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The roofline time of an op on device d (device.c). */
+uint64_t mp__swap_op_ns(const mp_swap_device_t *d, uint64_t flops, uint64_t bytes);
+
 #endif
