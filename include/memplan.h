@@ -177,8 +177,14 @@ mp_status mp_plan_check(const mp_buffer_t *b, size_t n, const mp_plan_t *plan,
 
 /* ---- files (src/io/) ---------------------------------------------------
  * Readers report malformed input as MP_EPARSE with "FILE:LINE: field
- * 'NAME': what is wrong".  Writers write to a temporary file beside the
- * target and rename it, so a failed write leaves no partial output. */
+ * 'NAME': what is wrong".  Writers (these, mp_trace_write,
+ * mp_trace_write_svg and mp_graph_save) replace a regular file through a
+ * temporary file beside it, renamed over it only when complete and keeping
+ * its permission bits, so a failed write leaves no partial output; a
+ * symbolic link is followed and its final target replaced the same way
+ * (the link stays a link); "-" (stdout), FIFOs and devices are written
+ * directly; a directory is refused.  Every write error, ENOSPC included,
+ * is MP_EIO "PATH: write failed: REASON" (docs/formats.md, "Outputs"). */
 
 /* Reads a records CSV: header "id,first,last,size" (inclusive times) or
  * "id,lower,upper,size" (half-open, MiniMalloc's benchmarks); an optional

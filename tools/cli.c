@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,12 +116,86 @@ int cli_unknown(const char *who, const char *what, const char *name, cli_names k
 
 bool cli_svg_name(const char *opt, const char *path) {
     size_t len = strlen(path);
+    struct stat st;
+    /* "-", a FIFO or a device: no file keeps the name, any name will do. */
+    if (!strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+        return true;
     if (len >= 4 && !strcasecmp(path + len - 4, ".svg")) return true;
     fprintf(stderr,
             "memplan: %s %s: only SVG is written; name the file .svg (convert with e.g. "
             "rsvg-convert)\n",
             opt, path);
     return false;
+}
+
+/* What names a file: its device and inode; for a file not there yet, its
+ * directory's with its last name (so "a.svg" and "./a.svg" compare equal);
+ * "-" for standard output. */
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    const char *name;   /* "" for an existing file */
+} file_id;
+
+static bool file_id_of(const char *path, file_id *id) {
+    struct stat st;
+    *id = (file_id){0, 0, ""};
+    if (!strcmp(path, "-")) return id->name = "-", true;
+    if (stat(path, &st) == 0 || lstat(path, &st) == 0) {
+        id->dev = st.st_dev, id->ino = st.st_ino;
+        return true;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    if (stat(dir, &st) != 0) return false;   /* the writer will say why */
+    id->dev = st.st_dev, id->ino = st.st_ino;
+    id->name = slash ? slash + 1 : path;
+    return true;
+}
+
+static bool same_id(const file_id *a, const file_id *b) {
+    return a->dev == b->dev && a->ino == b->ino && !strcmp(a->name, b->name);
+}
+
+/* The first of out[0..k) naming the same file as id, or k. */
+static size_t same_output(const file_id *id, const cli_output *out, size_t k) {
+    for (size_t j = 0; j < k; j++) {
+        file_id o;
+        if (out[j].path && file_id_of(out[j].path, &o) && same_id(id, &o)) return j;
+    }
+    return k;
+}
+
+int cli_check_outputs(const char *const *in, size_t n_in, const cli_output *out, size_t n_out) {
+    for (size_t i = 0; i < n_out; i++) {
+        file_id o, x;
+        if (!out[i].path || !file_id_of(out[i].path, &o)) continue;
+        for (size_t k = 0; k < n_in; k++)
+            if (in[k] && *o.name == 0 && file_id_of(in[k], &x) && same_id(&o, &x)) {
+                fprintf(stderr, "memplan: %s %s: is the input file %s; refusing to overwrite an input\n",
+                        out[i].opt, out[i].path, in[k]);
+                return EXIT_INPUT;
+            }
+        size_t j = same_output(&o, out, i);
+        if (j < i) {
+            fprintf(stderr, "memplan: %s %s: is the same file as %s %s; refusing to write one file twice\n",
+                    out[i].opt, out[i].path, out[j].opt, out[j].path);
+            return EXIT_INPUT;
+        }
+    }
+    return EXIT_OK;
+}
+
+bool cli_stdout_output(const cli_output *out, size_t n_out) {
+    for (size_t i = 0; i < n_out; i++)
+        if (out[i].path && !strcmp(out[i].path, "-")) return true;
+    return false;
+}
+
+void cli_discard_output(const char *path) {
+    struct stat st;
+    if (path && strcmp(path, "-") && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
 }
 
 void cli_default_align(mp_buffer_t *b, size_t n, uint64_t align) {

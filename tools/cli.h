@@ -28,8 +28,28 @@ int cli_unknown(const char *who, const char *what, const char *name, cli_names k
                 const char *see);
 
 /* Refuses (message, false) an SVG output whose name does not end in .svg:
- * only SVG is written, and an SVG named x.png would mislead. */
+ * only SVG is written, and an SVG named x.png would mislead.  "-" (standard
+ * output), FIFOs and devices are accepted whatever their name. */
 bool cli_svg_name(const char *opt, const char *path);
+
+/* An output file of a command: the option naming it and its path (NULL
+ * when the option was not given; "-" is standard output). */
+typedef struct cli_output {
+    const char *opt, *path;
+} cli_output;
+
+/* Checked before any work: refuses an output that is the same file as one
+ * of the n_in inputs (same device and inode, so through symbolic and hard
+ * links) or as another output, saying so.  Returns EXIT_OK or EXIT_INPUT. */
+int cli_check_outputs(const char *const *in, size_t n_in, const cli_output *out, size_t n_out);
+
+/* Whether an output is "-": the command then prints no report of its own
+ * on standard output, which carries that file alone. */
+bool cli_stdout_output(const cli_output *out, size_t n_out);
+
+/* Removes an output written earlier in a run that failed later, when it is
+ * a plain file (never a link, FIFO or device, nor standard output). */
+void cli_discard_output(const char *path);
 
 /* The kinds of file memplan reads (tools/cli_kind.c). */
 typedef enum cli_kind { CLI_OTHER, CLI_RECORDS, CLI_PLAN, CLI_GRAPH, CLI_TRACE } cli_kind;

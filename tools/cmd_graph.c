@@ -40,6 +40,7 @@ static const char help[] =
     "  --graph-out FILE      write the graph that was planned (with its backward\n"
     "                        pass and order) as memplan-graph/1 (.gz: compressed)\n"
     "  --json                print one JSON object instead of the text\n"
+    "  (FILE '-' is standard output; the report is then not printed)\n"
     "\n"
     "Exit status: 0 done, 1 a plan was rejected or --run outputs differ, 2 bad\n"
     "usage, a malformed graph (the message names the file and the JSON path of\n"
@@ -307,6 +308,8 @@ int cmd_graph(int argc, char **argv) {
     opts o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? EXIT_OK : rc;
+    const cli_output outs[] = {{"--records-out", o.records_out}, {"--graph-out", o.graph_out}};
+    if ((rc = cli_check_outputs(&o.path, 1, outs, 2))) return rc;
 
     mp_graph_t *g;
     if (mp_graph_load(o.path, &g) != MP_OK) return cli_read_failed("memplan", o.path, CLI_GRAPH);
@@ -332,8 +335,9 @@ int cmd_graph(int argc, char **argv) {
     if (o.graph_out && mp_graph_save(g, o.graph_out) != MP_OK) goto failed;
     if ((rc = gs_compute(g, &o.req, &r))) goto done;
     if (o.run && (rc = run(g, &o, gs_best(&r), &rr))) goto done;
-    if (o.json) print_json(&o, g, &st, &p, &r, &rr);
-    else print_text(&o, g, &st, &p, &r, &rr);
+    bool report = !cli_stdout_output(outs, 2);   /* else stdout carries a file */
+    if (report && o.json) print_json(&o, g, &st, &p, &r, &rr);
+    else if (report) print_text(&o, g, &st, &p, &r, &rr);
     rc = o.run && !rr.identical ? EXIT_INVALID : EXIT_OK;
     goto done;
 failed:

@@ -18,6 +18,7 @@ static const char help[] =
     "  --strategy NAME  a strategy from 'memplan strategies', 'all', or 'auto' (default)\n"
     "  -o FILE          write the best plan as CSV: id,offset,size[,object]\n"
     "  --svg FILE.svg   draw the best plan (time across, address up)\n"
+    "                   (FILE '-': standard output, and no table is printed)\n"
     "  --json           print one JSON object instead of the table\n"
     "  --align N        alignment for buffers that give none (default 1)\n"
     "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
@@ -187,6 +188,9 @@ int cmd_plan(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? EXIT_OK : rc;
+    const cli_output outs[] = {{"-o", o.out}, {"--svg", o.svg}};
+    const char *in = o.path ? o.path : o.model;
+    if ((rc = cli_check_outputs(&in, 1, outs, 2))) return rc;
     mp_buffer_t *b = NULL;
     size_t n = 0;
     if ((rc = cli_load(o.path, o.model, &b, &n)) != EXIT_OK) return rc;
@@ -211,8 +215,9 @@ int cmd_plan(int argc, char **argv) {
         if (r[i].ran && r[i].valid && (!best || r[i].plan.footprint < best->plan.footprint))
             best = &r[i];
     if (rc == EXIT_OK) {
-        if (o.json) print_json(r, k, &bd, n, best);
-        else print_table(r, k, &bd, n, best);
+        bool report = !cli_stdout_output(outs, 2);   /* else stdout carries a file */
+        if (report && o.json) print_json(r, k, &bd, n, best);
+        else if (report) print_table(r, k, &bd, n, best);
         rc = write_outputs(&o, b, n, best, bd.offsets);
         for (size_t i = 0; i < k; i++)
             if (r[i].ran && !r[i].valid) rc = EXIT_INVALID;

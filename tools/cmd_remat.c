@@ -61,6 +61,7 @@ static const char help[] =
     "  --graph-out FILE      write that plan's training graph as memplan-graph/1\n"
     "                        (.gz: compressed)\n"
     "  --json                print one JSON object instead of the text\n"
+    "  (FILE '-' is standard output; the report is then not printed)\n"
     "\n"
     "Exit status: 0 done, 1 a plan was rejected by the checker or --run outputs\n"
     "differ, 2 bad usage, a bad graph or policy, a budget nothing fits (the message\n"
@@ -440,7 +441,8 @@ static int run_fit(state *s) {
 
 /* --svg and --graph-out, before anything is printed.  Each file is written
  * whole or not at all (a temporary file renamed); when the second fails,
- * the first is removed too, so a failure leaves neither. */
+ * the first is removed too when it is a plain file, so a failure leaves
+ * neither (a FIFO, a device or a link is never removed). */
 static int write_files(state *s) {
     if (!s->graph) return EXIT_OK;
     const row *w = &s->rows[s->drawn];
@@ -461,7 +463,7 @@ static int write_files(state *s) {
     }
     if (s->o.graph_out && mp_graph_save(s->graph, s->o.graph_out) != MP_OK) {
         int rc = fail();
-        if (s->o.svg) remove(s->o.svg);
+        cli_discard_output(s->o.svg);
         return rc;
     }
     return EXIT_OK;
@@ -472,6 +474,8 @@ int cmd_remat(int argc, char **argv) {
     int rc = parse(argc, argv, &s.o);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     const opts *o = &s.o;
+    const cli_output outs[] = {{"--svg", o->svg}, {"--graph-out", o->graph_out}};
+    if ((rc = cli_check_outputs(&o->path, 1, outs, 2))) return rc;
 
     if (mp_graph_load(o->path, &s.fwd) != MP_OK)
         return cli_read_failed("memplan remat", o->path, CLI_GRAPH);
@@ -503,8 +507,9 @@ int cmd_remat(int argc, char **argv) {
     if (rc) goto done;
     if ((rc = none_peak(&s))) goto done;
     if ((rc = write_files(&s))) goto done;
-    if (o->json) remat_print_json(&s);
-    else remat_print_text(&s);
+    bool report = !cli_stdout_output(outs, 2);   /* else stdout carries a file */
+    if (report && o->json) remat_print_json(&s);
+    else if (report) remat_print_text(&s);
 
     rc = EXIT_OK;
     for (size_t i = 0; i < s.n_rows; i++) {

@@ -20,6 +20,7 @@ static const char help[] =
     "  period   the repeating period: warm-up prefix, period, iterations, stray\n"
     "           edits and the blocks that live across iterations\n"
     "  svg      live bytes over logical time, iteration boundaries dashed\n"
+    "-o -: write to standard output (and print nothing else there).\n"
     "--max-edits K: stray events tolerated per iteration (default 2; at most p/8).\n";
 
 static void print_period(const mp_period_t *pr, bool json) {
@@ -106,6 +107,10 @@ int cmd_trace(int argc, char **argv) {
         return EXIT_INPUT;
     }
     if (which == 3 && !cli_svg_name("-o", outp)) return EXIT_INPUT;
+    const cli_output out = {"-o", which == 1 || which == 3 ? outp : NULL};
+    if (cli_check_outputs(&path, 1, &out, 1)) return EXIT_INPUT;
+    /* With -o -, standard output carries the file alone. */
+    bool report = !cli_stdout_output(&out, 1);
     mp_trace_t *t;
     if (mp_trace_read(path, &t) != MP_OK) return cli_read_failed("memplan", path, CLI_TRACE);
     int rc = EXIT_OK;
@@ -164,15 +169,15 @@ int cmd_trace(int argc, char **argv) {
             rc = EXIT_INPUT;
             goto done;
         }
-        if (json) {
+        if (report && json) {
             printf("{\"from\":%zu,\"to\":%zu,\"buffers\":%zu,\"lower_bound\":%llu", from, to, n,
                    (unsigned long long)bd.offsets);
             if (outp) printf(",\"output\":"), cli_json_string(outp);
             printf("}\n");
-        } else if (outp) {
+        } else if (report && outp) {
             printf("wrote %zu records of events [%zu, %zu) to %s (lower bound %llu)\n", n, from,
                    to, outp, (unsigned long long)bd.offsets);
-        } else {
+        } else if (!outp) {
             printf("id,first,last,size\n");
             for (size_t i = 0; i < n; i++)
                 printf("%llu,%llu,%llu,%llu\n", (unsigned long long)b[i].id,
@@ -189,13 +194,13 @@ int cmd_trace(int argc, char **argv) {
             rc = EXIT_INPUT;
             goto done;
         }
-        if (json) {
+        if (report && json) {
             printf("{\"output\":"), cli_json_string(outp);
             printf(",\"events\":%zu,\"peak_bytes\":%llu,", st.events,
                    (unsigned long long)st.peak_bytes);
             print_period(&pr, true);
             printf("}\n");
-        } else {
+        } else if (report) {
             printf("wrote %s\n", outp);
         }
     }

@@ -6,9 +6,10 @@
  * A saved file looks like the exporter's: one tensor or node per line, the
  * model object and every node's attrs exactly as loaded (jansson prints
  * reals with 17 significant digits, so numbers read back bit for bit).  It
- * is written to PATH.tmp.<pid> (through zlib: compressed when PATH ends in
- * ".gz", transparent otherwise) and renamed over PATH only when complete,
- * as the writers of src/io/ do, so a failure leaves nothing behind. */
+ * is written through zlib (compressed when PATH ends in ".gz", transparent
+ * otherwise) to the output of src/io/outfile.c, as every writer is: a
+ * regular file is replaced only when complete, so a failure leaves nothing
+ * behind; FIFOs, devices and "-" are written directly. */
 #include "graph_internal.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "../io/io.h"
 #include "graph_json.h"
 #include <zlib.h>
 
@@ -185,36 +187,43 @@ static void write_graph(writer *w, const mp_graph_t *g) {
     puts_w(w, "\n}\n");
 }
 
-/* Writes g to path through a temporary file renamed at the end. */
-mp_status mp_graph_save(const mp_graph_t *g, const char *path) {
-    if (!g || !path || !*path) return mp__err(MP_EINVAL, "mp_graph_save: NULL graph or path");
-    size_t len = strlen(path);
-    int gz = len >= 3 && !strcmp(path + len - 3, ".gz");
-    char *tmp = malloc(len + 32);
-    if (!tmp) return MP__NOMEM();
-    snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+/* The zlib error of a failed write, as text. */
+static const char *gz_reason(gzFile f) {
+    int e = 0;
+    const char *msg = gzerror(f, &e);   /* valid until gzclose */
+    return e == Z_ERRNO ? strerror(errno) : msg;
+}
+
+/* Writes g through zlib on a duplicate of o's descriptor (closed by
+ * gzclose); o itself is closed by the caller. */
+static mp_status write_gz(const mp_graph_t *g, const mp__outfile *o, int gz) {
+    int fd = dup(o->fd);
     errno = 0;
     /* "T": zlib writes the bytes as they are (no gzip framing). */
-    writer w = {.f = gzopen(tmp, gz ? "wb6" : "wbT")};
+    writer w = {.f = fd < 0 ? NULL : gzdopen(fd, gz ? "wb6" : "wbT")};
     if (!w.f) {
-        mp_status s = mp__err(MP_EIO, "%s: cannot create: %s", path,
-                              errno ? strerror(errno) : "out of memory");
-        free(tmp);
-        return s;
+        if (fd >= 0) close(fd);
+        return errno ? mp__err(MP_EIO, "%s: %s", o->path, strerror(errno)) : MP__NOMEM();
     }
     write_graph(&w, g);
     mp_status s = MP_OK;
     if (w.failed == 2) s = MP__NOMEM();
-    else if (w.failed) {
-        int e = 0;
-        const char *zmsg = gzerror(w.f, &e);   /* valid until gzclose */
-        s = mp__err(MP_EIO, "%s: write failed: %s", path, e == Z_ERRNO ? strerror(errno) : zmsg);
-    }
+    else if (w.failed) s = mp__err(MP_EIO, "%s: write failed: %s", o->path, gz_reason(w.f));
     int zc = gzclose(w.f);
     if (!s && zc != Z_OK)
-        s = mp__err(MP_EIO, "%s: write failed: %s", path, zc == Z_ERRNO ? strerror(errno) : "zlib error");
-    if (!s && rename(tmp, path) != 0) s = mp__err(MP_EIO, "%s: %s", path, strerror(errno));
-    if (s) remove(tmp);
-    free(tmp);
+        s = mp__err(MP_EIO, "%s: write failed: %s", o->path,
+                    zc == Z_ERRNO ? strerror(errno) : "zlib error");
     return s;
+}
+
+/* Writes g to path through the output helper of src/io/ (outfile.c). */
+mp_status mp_graph_save(const mp_graph_t *g, const char *path) {
+    if (!g || !path || !*path) return mp__err(MP_EINVAL, "mp_graph_save: NULL graph or path");
+    size_t len = strlen(path);
+    mp__outfile o;
+    mp_status s = mp__out_open(&o, path);
+    if (s) return s;
+    s = write_gz(g, &o, len >= 3 && !strcmp(path + len - 3, ".gz"));
+    mp_status c = mp__out_close(&o, s == MP_OK);
+    return s ? s : c;
 }

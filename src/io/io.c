@@ -1,44 +1,11 @@
-/* io.c -- temporary-then-rename output files, a line reader, CSV fields
- * and strict decimal numbers with file:line:field errors. */
+/* io.c -- a line reader, CSV fields and strict decimal numbers with
+ * file:line:field errors (the output files are outfile.c's). */
 #include "io.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-mp_status mp__out_open(mp__outfile *o, const char *path) {
-    memset(o, 0, sizeof *o);
-    if (!path || !*path) return mp__err(MP_EINVAL, "no output path given");
-    size_t len = strlen(path) + 32;
-    o->tmp = malloc(len);
-    if (!o->tmp) return MP__NOMEM();
-    snprintf(o->tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    o->path = path;
-    o->f = fopen(o->tmp, "w");
-    if (!o->f) {
-        mp_status s = mp__err(MP_EIO, "%s: %s", path, strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
-        return s;
-    }
-    return MP_OK;
-}
-
-mp_status mp__out_close(mp__outfile *o, bool ok) {
-    if (!o->f) return MP_EIO;
-    mp_status s = MP_OK;
-    bool bad = ferror(o->f) != 0;
-    int e = errno;
-    if (fclose(o->f) != 0) bad = true, e = errno;
-    if (ok && bad) s = mp__err(MP_EIO, "%s: write failed: %s", o->path, strerror(e));
-    if (ok && !bad && rename(o->tmp, o->path) != 0)
-        s = mp__err(MP_EIO, "%s: %s", o->path, strerror(errno));
-    if (!ok || s != MP_OK) remove(o->tmp);
-    free(o->tmp);
-    memset(o, 0, sizeof *o);
-    return ok ? s : MP_EIO;
-}
 
 mp_status mp__lines_open(mp__lines *r, const char *path) {
     memset(r, 0, sizeof *r);

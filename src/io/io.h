@@ -1,8 +1,10 @@
 /* io.h -- private helpers of the readers and writers in src/io/.
  *
- * Output files are written beside their target under a temporary name and
- * renamed into place only when complete, so no failure leaves a partial
- * file.  CSV lines are split into fields in place. */
+ * Every writer goes through mp__out_open/mp__out_close (outfile.c): a
+ * regular file is replaced through a temporary file beside it, so no
+ * failure leaves a partial file; FIFOs, devices and "-" (stdout) are
+ * written directly; symbolic links are written through.  CSV lines are
+ * split into fields in place. */
 #ifndef MEMPLAN_IO_H
 #define MEMPLAN_IO_H
 
@@ -11,15 +13,21 @@
 #include <stdio.h>
 
 typedef struct mp__outfile {
-    FILE *f;
-    char *tmp;         /* temporary path, renamed to path on commit */
-    const char *path;
+    FILE *f;           /* where to write */
+    int fd;            /* f's descriptor (for writers that bypass stdio) */
+    char *target;      /* final path of a replaced file (links resolved) */
+    char *tmp;         /* temporary beside target, renamed over it on close;
+                          NULL when written directly */
+    const char *path;  /* as given, for messages */
+    bool borrowed;     /* f is stdout or stderr: flushed, never closed */
 } mp__outfile;
 
-/* Opens PATH.tmp.<pid> for writing.  MP_EIO naming path on failure. */
+/* Opens path for writing as outfile.c's header describes.  MP_EIO naming
+ * path on failure (a directory: "PATH: is a directory"). */
 mp_status mp__out_open(mp__outfile *o, const char *path);
-/* Flushes, closes and renames into place; on any failure (or if ok is
- * false) removes the temporary file.  Returns MP_EIO on a write error. */
+/* Flushes and closes; a temporary file is synced and renamed into place.
+ * On any failure (or if ok is false) a temporary file is removed.  Returns
+ * MP_EIO "PATH: write failed: REASON" on a write error (ENOSPC too). */
 mp_status mp__out_close(mp__outfile *o, bool ok);
 
 /* A line reader over a file: one line at a time, no length limit. */
