@@ -1,5 +1,6 @@
-/* test_io.c -- records and plan CSV round trips through the library, and
- * the two time conventions agreeing. */
+/* test_io.c -- records and plan CSV round trips through the library, the
+ * two time conventions agreeing, and the line reader's NUL bytes, BOMs and
+ * directories. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -87,6 +88,65 @@ static void test_errors(void) {
     mp_plan_free(&pl);
 }
 
+/* Writes len bytes (NUL bytes included) to path. */
+static void write_bytes(const char *path, const char *bytes, size_t len) {
+    FILE *f = fopen(path, "wb");
+    MP_CHECK(f && fwrite(bytes, 1, len, f) == len);
+    if (f) fclose(f);
+}
+
+/* A NUL byte is an error naming file, line and field, never the end of the
+ * line ("1\0" + "00" was read as size 1); the header and a trace line too. */
+static void test_nul(void) {
+    static const char rec[] = "id,first,last,size\n0,0,1,1\0" "00\n";
+    static const char head[] = "id,fi\0rst,last,size\n0,0,1,1\n";
+    static const char plan[] = "id,offset,size\n0,0\0,1\n";
+    static const char trace[] = "# memplan-trace/1\na 0x10 16\n\0f 0x10\n";
+    char p[256];
+    mp_buffer_t *b = NULL, one = {0, 0, 1, 1, 0};
+    size_t n = 0;
+    mp_plan_t pl;
+    mp_trace_t *t = NULL;
+    snprintf(p, sizeof p, "%s", path("nul.csv"));
+    write_bytes(p, rec, sizeof rec - 1);
+    MP_CHECK(mp_records_read(p, &b, &n) == MP_EPARSE && !b);
+    MP_CHECK(strstr(mp_last_error(), "nul.csv:2: field 'size': contains a NUL byte") != NULL);
+    write_bytes(p, head, sizeof head - 1);
+    MP_CHECK(mp_records_read(p, &b, &n) == MP_EPARSE);
+    MP_CHECK(strstr(mp_last_error(), "nul.csv:1: header: column 2 contains a NUL byte") != NULL);
+    write_bytes(p, plan, sizeof plan - 1);
+    MP_CHECK(mp_plan_read_csv(p, &one, 1, &pl) == MP_EPARSE);
+    MP_CHECK(strstr(mp_last_error(), "nul.csv:2: field 'offset': contains a NUL byte") != NULL);
+    write_bytes(p, trace, sizeof trace - 1);
+    MP_CHECK(mp_trace_read(p, &t) == MP_EPARSE && !t);
+    MP_CHECK(strstr(mp_last_error(), "nul.csv:3: field 'kind': contains a NUL byte") != NULL);
+}
+
+/* A UTF-8 byte order mark opening a file is skipped; a directory as input
+ * says so. */
+static void test_bom_dir(void) {
+    char p[256];
+    mp_buffer_t *b = NULL;
+    size_t n = 0;
+    mp_plan_t pl;
+    snprintf(p, sizeof p, "%s", path("bom.csv"));
+    mp_test_write_file(p, "\xEF\xBB\xBFid,first,last,size\n7,0,1,8\n");
+    MP_CHECK_OK(mp_records_read(p, &b, &n));
+    MP_CHECK(n == 1 && b && b[0].id == 7 && b[0].size == 8);
+    mp_test_write_file(p, "\xEF\xBB\xBFid,offset\n7,16\n");
+    if (b && mp_plan_read_csv(p, b, n, &pl) == MP_OK) {
+        MP_CHECK_EQ_U64(pl.offset[0], 16);
+        mp_plan_free(&pl);
+    } else {
+        MP_CHECK(!"a plan CSV with a BOM reads");
+    }
+    free(b);
+    MP_CHECK(mp_records_read(dir, &b, &n) == MP_EIO);
+    char want[300];
+    snprintf(want, sizeof want, "%s: is a directory", dir);
+    MP_CHECK(!strcmp(mp_last_error(), want));
+}
+
 /* Mutated files: any byte flipped, dropped or duplicated.  The reader
  * must answer MP_OK or MP_EPARSE with a FILE:LINE message -- never crash,
  * hang or leak (the sanitizer build checks that). */
@@ -128,6 +188,8 @@ int main(void) {
     test_roundtrip();
     test_conventions();
     test_errors();
+    test_nul();
+    test_bom_dir();
     test_mutations();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

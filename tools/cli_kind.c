@@ -54,7 +54,8 @@ static cli_kind csv_kind(const char *line) {
 static cli_kind sniff(const char *path, char *tag) {
     char buf[HEAD];
     head(path, buf);
-    const char *p = buf + strspn(buf, " \t\r\n"), *t;
+    const char *p = buf + (strncmp(buf, "\xEF\xBB\xBF", 3) ? 0 : 3), *t;   /* a UTF-8 BOM */
+    p += strspn(p, " \t\r\n");
     if (*p == '{' && (t = strstr(p, "\"memplan-graph/"))) return copy_tag(t + 1, tag), CLI_GRAPH;
     if (*p == '#' && (t = strstr(p, "memplan-trace/")) && t < p + strcspn(p, "\n"))
         return copy_tag(t, tag), CLI_TRACE;

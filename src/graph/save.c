@@ -1,4 +1,5 @@
-/* save.c -- graph files on disk: mp_graph_load reads one (gzip or plain),
+/* save.c -- graph files on disk: mp_graph_load reads one (gzip or plain;
+ * a directory, a truncated gzip stream and a BOM get their own handling),
  * mp_graph_save writes one, and the two helpers that turn a loaded tensor
  * or node back into its memplan-graph/1 object (shared with the builder's
  * mp_graph_builder_from, so a copied graph and a saved one say the same).
@@ -13,10 +14,12 @@
 #include "graph_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,32 +28,67 @@
 #include "graph_json.h"
 #include <zlib.h>
 
-/* Reads a graph file (zlib reads gzip and plain files alike). */
+/* Opens path for gzread (zlib reads gzip and plain files alike); a
+ * directory is refused here, as gzread would only say "Is a directory". */
+static mp_status gz_open_read(const char *path, gzFile *out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return mp__err(MP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        return mp__err(MP_EIO, "%s: is a directory", path);
+    }
+    errno = 0;
+    if (!(*out = gzdopen(fd, "rb"))) {
+        close(fd);
+        return errno ? mp__err(MP_EIO, "%s: cannot open: %s", path, strerror(errno)) : MP__NOMEM();
+    }
+    return MP_OK;
+}
+
+/* After gzread: MP_OK, or why the stream is bad.  A gzip stream cut short
+ * reads as Z_BUF_ERROR at its end: said so, rather than let the JSON
+ * parser report the missing end of the text as a syntax error. */
+static mp_status gz_status(gzFile f, const char *path) {
+    int code;
+    const char *msg = gzerror(f, &code), *colon = strstr(msg, ">: ");
+    if (code == Z_OK) return MP_OK;
+    if (code == Z_ERRNO) return mp__err(MP_EIO, "%s: cannot read: %s", path, strerror(errno));
+    if (code == Z_BUF_ERROR)
+        return mp__err(MP_EPARSE, "%s: the gzip stream is truncated (the file ends inside "
+                       "the compressed data)", path);
+    /* zlib's message starts "<fd:N>: " after gzdopen */
+    return mp__err(MP_EPARSE, "%s: not a valid gzip file: %s", path, colon ? colon + 3 : msg);
+}
+
+/* The whole decompressed text of f into *buf, *len. */
+static mp_status gz_slurp(gzFile f, const char *path, char **buf, size_t *len) {
+    size_t cap = 0;
+    for (;;) {
+        mp_status s = mp__grow((void **)buf, &cap, *len + (1u << 16), 1);
+        if (s) return s;
+        size_t room = cap - *len;
+        if (room > INT_MAX) room = INT_MAX;
+        int got = gzread(f, *buf + *len, (unsigned)room);
+        if (got <= 0) return gz_status(f, path);
+        *len += (size_t)got;
+    }
+}
+
+/* Reads a graph file, plain or gzip; a UTF-8 byte order mark opening the
+ * text is skipped (jansson would take it for a syntax error). */
 mp_status mp_graph_load(const char *path, mp_graph_t **out) {
     *out = NULL;
     if (!path) return mp__err(MP_EINVAL, "mp_graph_load: NULL path");
-    gzFile f = gzopen(path, "rb");
-    if (!f) return mp__err(MP_EIO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    gzFile f;
+    mp_status s = gz_open_read(path, &f);
+    if (s) return s;
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    mp_status s = MP_OK;
-    for (;;) {
-        if ((s = mp__grow((void **)&buf, &cap, len + (1u << 16), 1))) break;
-        size_t room = cap - len;
-        if (room > INT_MAX) room = INT_MAX;
-        int got = gzread(f, buf + len, (unsigned)room);
-        if (got < 0) {
-            int code;
-            const char *msg = gzerror(f, &code);
-            s = code == Z_ERRNO ? mp__err(MP_EIO, "%s: cannot read: %s", path, strerror(errno))
-                                : mp__err(MP_EPARSE, "%s: not a valid gzip file: %s", path, msg);
-            break;
-        }
-        if (got == 0) break;
-        len += (size_t)got;
-    }
+    size_t len = 0;
+    s = gz_slurp(f, path, &buf, &len);
     gzclose(f);
-    if (!s) s = mp_graph_parse(buf, len, path, out);
+    size_t bom = len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    if (!s) s = mp_graph_parse(buf + bom, len - bom, path, out);
     free(buf);
     return s;
 }

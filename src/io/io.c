@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 mp_status mp__lines_open(mp__lines *r, const char *path) {
@@ -13,18 +14,49 @@ mp_status mp__lines_open(mp__lines *r, const char *path) {
     r->path = path;
     r->f = fopen(path, "r");
     if (!r->f) return mp__err(MP_EIO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    /* fopen opens a directory; reading it would only say "read error". */
+    if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(r->f);
+        r->f = NULL;
+        return mp__err(MP_EIO, "%s: is a directory", path);
+    }
     return MP_OK;
 }
 
 char *mp__lines_next(mp__lines *r, mp_status *st) {
-    ssize_t len = getline(&r->buf, &r->cap, r->f);
-    if (len < 0) {
-        if (ferror(r->f)) *st = mp__err(MP_EIO, "%s: read error", r->path);
+    errno = 0;
+    ssize_t got = getline(&r->buf, &r->cap, r->f);
+    if (got < 0) {
+        if (ferror(r->f))
+            *st = mp__err(MP_EIO, "%s: read error: %s", r->path, strerror(errno ? errno : EIO));
         return NULL;
     }
+    size_t len = (size_t)got;
+    char *line = r->buf;
     r->lineno++;
-    while (len > 0 && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r')) r->buf[--len] = 0;
-    return r->buf;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    if (r->lineno == 1 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) line += 3, len -= 3;
+    r->len = len;
+    r->nul = memchr(line, 0, len);
+    for (char *p = (char *)r->nul; p; p = memchr(p + 1, 0, len - (size_t)(p + 1 - line)))
+        *p = MP__NUL_MARK;
+    return line;
+}
+
+mp_status mp__lines_nul(const mp__lines *r, char *const *f, size_t k, const char *const *names,
+                        size_t n_names) {
+    if (!r->nul) return MP_OK;
+    size_t i = 0;
+    while (i < k && !(r->nul >= f[i] && r->nul < f[i] + strlen(f[i]))) i++;
+    if (!names)
+        return mp__err(MP_EPARSE, "%s:%zu: header: column %zu contains a NUL byte", r->path,
+                       r->lineno, i + 1);
+    if (i < n_names && names[i])
+        return mp__err(MP_EPARSE, "%s:%zu: field '%s': contains a NUL byte", r->path, r->lineno,
+                       names[i]);
+    return mp__err(MP_EPARSE, "%s:%zu: column %zu: contains a NUL byte", r->path, r->lineno,
+                   i + 1);
 }
 
 void mp__lines_close(mp__lines *r) {

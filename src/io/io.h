@@ -30,20 +30,36 @@ mp_status mp__out_open(mp__outfile *o, const char *path);
  * MP_EIO "PATH: write failed: REASON" on a write error (ENOSPC too). */
 mp_status mp__out_close(mp__outfile *o, bool ok);
 
-/* A line reader over a file: one line at a time, no length limit. */
+/* A line reader over a file: one line at a time, no length limit.  A
+ * UTF-8 byte order mark opening the file is skipped.  A NUL byte cannot
+ * end a line early: the line's length comes from getline, each NUL is
+ * replaced by MP__NUL_MARK (so splitting sees the whole line) and the
+ * first one is remembered for mp__lines_nul to report. */
 typedef struct mp__lines {
     FILE *f;
     const char *path;
     char *buf;
     size_t cap;
+    size_t len;       /* length of the current line */
     size_t lineno;
+    const char *nul;  /* the current line's first NUL byte, or NULL */
 } mp__lines;
 
+#define MP__NUL_MARK '\x01'
+
+/* Opens path for reading; MP_EIO "PATH: REASON", "PATH: is a directory". */
 mp_status mp__lines_open(mp__lines *r, const char *path);
 /* Next line without its newline (and without a trailing \r); NULL at end.
  * Sets *st to MP_EIO on a read error. */
 char *mp__lines_next(mp__lines *r, mp_status *st);
 void mp__lines_close(mp__lines *r);
+
+/* MP_OK when the current line holds no NUL byte; else MP_EPARSE naming
+ * the field among f[0..k) that holds it: "FILE:LINE: field 'NAME':
+ * contains a NUL byte" with names[i] naming f[i] (i < n_names), else the
+ * column's number; names NULL: the line is a header. */
+mp_status mp__lines_nul(const mp__lines *r, char *const *f, size_t k, const char *const *names,
+                        size_t n_names);
 
 /* Splits a line at commas in place; at most max fields (returns the real
  * count, which may exceed max: the caller reports it).  Fields are trimmed

@@ -25,18 +25,23 @@ mp_status mp_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
     return mp__out_close(&o, true);
 }
 
-typedef struct cols { int id, offset, size, object; size_t n; } cols;
+typedef struct cols {
+    int id, offset, size, object;
+    size_t n;
+    const char *name[16];   /* each column's name, for messages */
+} cols;
 
 static mp_status plan_header(mp__lines *r, char *line, cols *c) {
+    static const char *const known[] = {"id", "offset", "size", "object"};
     char *f[16];
     size_t k = mp__csv_split(line, f, 16);
-    *c = (cols){-1, -1, -1, -1, k};
+    *c = (cols){.id = -1, .offset = -1, .size = -1, .object = -1, .n = k};
+    mp_status s = mp__lines_nul(r, f, k < 16 ? k : 16, NULL, 0);
+    if (s) return s;
     for (size_t i = 0; i < k && i < 16; i++) {
-        int *slot = !strcmp(f[i], "id")       ? &c->id
-                    : !strcmp(f[i], "offset") ? &c->offset
-                    : !strcmp(f[i], "size")   ? &c->size
-                    : !strcmp(f[i], "object") ? &c->object
-                                              : NULL;
+        size_t j = 0;
+        while (j < 4 && strcmp(f[i], known[j])) j++;
+        int *slots[] = {&c->id, &c->offset, &c->size, &c->object}, *slot = j < 4 ? slots[j] : NULL;
         if (!slot)
             return mp__err(MP_EPARSE, "%s:%zu: header: unknown column '%s' (expected id,offset,size[,object])",
                            r->path, r->lineno, f[i]);
@@ -44,6 +49,7 @@ static mp_status plan_header(mp__lines *r, char *line, cols *c) {
             return mp__err(MP_EPARSE, "%s:%zu: header: column '%s' given twice", r->path,
                            r->lineno, f[i]);
         *slot = (int)i;
+        c->name[i] = known[j];
     }
     if (k > 16 || c->id < 0 || c->offset < 0)
         return mp__err(MP_EPARSE, "%s:%zu: header: need columns id and offset", r->path, r->lineno);
@@ -65,11 +71,12 @@ static mp_status plan_row(mp__lines *r, char *line, const cols *c, const mp_buff
                           size_t n, const mp__key *ids, size_t *seen, mp_plan_t *p) {
     char *f[16];
     size_t k = mp__csv_split(line, f, 16);
+    mp_status s = mp__lines_nul(r, f, k < 16 ? k : 16, c->name, c->n < 16 ? c->n : 16);
+    if (s) return s;
     if (k != c->n)
         return mp__err(MP_EPARSE, "%s:%zu: expected %zu fields, found %zu", r->path, r->lineno,
                        c->n, k);
     uint64_t id, off, size, obj = 0;
-    mp_status s;
     if ((s = mp__parse_u64(r, "id", f[c->id], &id)) ||
         (s = mp__parse_u64(r, "offset", f[c->offset], &off)))
         return s;
@@ -136,7 +143,7 @@ mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n, mp_
     if (!ids || !seen || !p->offset) s = MP__NOMEM();
     for (size_t i = 0; s == MP_OK && i < n; i++) ids[i] = (mp__key){b[i].id, 0, i};
     if (s == MP_OK) s = mp__sort_keys(ids, n);
-    cols c = {-1, -1, -1, -1, 0};
+    cols c = {.id = -1, .offset = -1, .size = -1, .object = -1};
     bool have_header = false;
     char *ln;
     while (s == MP_OK && (ln = mp__lines_next(&r, &s))) {

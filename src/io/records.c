@@ -6,7 +6,8 @@
  *   start/begin (= first) with end (inclusive, as MiniMalloc reads it);
  *   align/alignment (optional); hint, gaps, offset (MiniMalloc's optional
  *   columns: accepted and ignored).
- * Lines starting with '#' and blank lines are skipped.  Every problem
+ * Lines starting with '#' and blank lines are skipped; a UTF-8 byte order
+ * mark is skipped and a NUL byte is an error (mp__lines).  Every problem
  * found is reported as FILE:LINE: field 'NAME': what is wrong.  We parse by
  * hand rather than with a CSV library: the grammar is integers only, the
  * core library must build with libc alone (DESIGN.md), and the errors must
@@ -23,10 +24,11 @@ typedef struct layout {
     int col[C_N];        /* column index of each role, -1 if absent */
     int time_kind;
     const char *first_name, *last_name;
+    const char *name[64];   /* each column's name, for messages */
     size_t n_fields;
 } layout;
 
-static int role_of(const char *h, layout *L, int *tk) {
+static int role_of(const char *h, size_t col, layout *L, int *tk) {
     static const struct { const char *name; int role, tk; } names[] = {
         {"id", C_ID, -1},       {"buffer", C_ID, -1},   {"buffer_id", C_ID, -1},
         {"first", C_FIRST, T_INCL}, {"start", C_FIRST, T_INCL}, {"begin", C_FIRST, T_INCL},
@@ -40,6 +42,7 @@ static int role_of(const char *h, layout *L, int *tk) {
             if (names[i].role == C_FIRST) L->first_name = names[i].name;
             if (names[i].role == C_LAST) L->last_name = names[i].name;
             *tk = names[i].tk;
+            L->name[col] = names[i].name;
             return names[i].role;
         }
     return -1;
@@ -48,11 +51,13 @@ static int role_of(const char *h, layout *L, int *tk) {
 static mp_status parse_header(mp__lines *r, char *line, layout *L) {
     char *f[64];
     size_t k = mp__csv_split(line, f, 64);
+    mp_status s = mp__lines_nul(r, f, k < 64 ? k : 64, NULL, 0);
+    if (s) return s;
     if (k > 64) return mp__err(MP_EPARSE, "%s:%zu: header: too many columns", r->path, r->lineno);
     for (int c = 0; c < C_N; c++) L->col[c] = -1;
     int kinds[2] = {-1, -1};
     for (size_t i = 0; i < k; i++) {
-        int tk = -1, role = role_of(f[i], L, &tk);
+        int tk = -1, role = role_of(f[i], i, L, &tk);
         if (role < 0)
             return mp__err(MP_EPARSE, "%s:%zu: header: unknown column '%s' (expected id,first,last,size or id,lower,upper,size)",
                            r->path, r->lineno, f[i]);
@@ -82,10 +87,11 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
                            uint64_t *total) {
     char *f[64];
     size_t k = mp__csv_split(line, f, 64);
+    mp_status s = mp__lines_nul(r, f, k < 64 ? k : 64, L->name, L->n_fields);
+    if (s) return s;
     if (k != L->n_fields)
         return mp__err(MP_EPARSE, "%s:%zu: expected %zu fields, found %zu", r->path, r->lineno,
                        L->n_fields, k);
-    mp_status s;
     uint64_t lastv;
     memset(x, 0, sizeof *x);
     if ((s = mp__parse_u64(r, "id", f[L->col[C_ID]], &x->id)) ||

@@ -17,7 +17,8 @@
  * one event per line, fields separated by spaces or tabs:
  *     a HANDLE SIZE [NS]     f HANDLE [NS]     r HANDLE [NS]     w HANDLE [NS]
  * Handles are decimal or 0x-hexadecimal; '#' lines and blank lines are
- * skipped.  The reader reports FILE:LINE: field 'NAME': what is wrong.
+ * skipped, so is a UTF-8 byte order mark; a NUL byte is an error.  The
+ * reader reports FILE:LINE: field 'NAME': what is wrong.
  */
 #include "../io/io.h"
 
@@ -235,6 +236,8 @@ bad:
 static mp_status parse_header(const mp__lines *r, char *line) {
     char *f[4];
     size_t k = ws_split(line, f, 4);
+    mp_status s = mp__lines_nul(r, f, k < 4 ? k : 4, NULL, 0);
+    if (s) return s;
     if (k == 2 && !strcmp(f[0], "#") && !strncmp(f[1], TRACE_MAGIC, strlen(TRACE_MAGIC))) {
         if (!strcmp(f[1], TRACE_MAGIC "1")) return MP_OK;
         return mp__err(MP_EPARSE, "%s:%zu: header: unsupported version '%s' (this reader knows %s1)",
@@ -247,8 +250,14 @@ static mp_status parse_header(const mp__lines *r, char *line) {
 /* Parses and records one event line; line_of[] maps event index -> line. */
 static mp_status parse_event(mp_trace_t *t, const mp__lines *r, char *line,
                              const size_t *line_of) {
+    static const char *const alloc_names[] = {"kind", "handle", "size", "ns"};
+    static const char *const other_names[] = {"kind", "handle", "ns"};
     char *f[5];
     size_t k = ws_split(line, f, 5);
+    bool alloc = !strcmp(f[0], "a");
+    mp_status s = mp__lines_nul(r, f, k < 5 ? k : 5, alloc ? alloc_names : other_names,
+                                alloc ? 4 : 3);
+    if (s) return s;
     const char *kinds = "afrw";
     if (strlen(f[0]) != 1 || !strchr(kinds, f[0][0]))
         return mp__err(MP_EPARSE, "%s:%zu: field 'kind': unknown event '%s' (expected a, f, r or w)",
@@ -262,7 +271,6 @@ static mp_status parse_event(mp_trace_t *t, const mp__lines *r, char *line,
         return mp__err(MP_EPARSE, "%s:%zu: expected at most %zu fields for '%s', found %zu",
                        r->path, r->lineno, need + 1, f[0], k);
     uint64_t h, size = 0, ns = MP_TRACE_NO_NS;
-    mp_status s;
     if ((s = parse_handle(r, f[1], &h))) return s;
     if (kind == MP_EV_ALLOC && (s = mp__parse_u64(r, "size", f[2], &size))) return s;
     if (k == need + 1) {

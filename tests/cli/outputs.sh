@@ -4,7 +4,8 @@
 # link) or another output is refused before any work; symbolic links are
 # written through; FIFOs, character devices and "-" are written directly;
 # ENOSPC and directory targets exit 2 with their message; a replaced file
-# keeps its permission bits and no temporary file is left behind.
+# keeps its permission bits and no temporary file is left behind.  And the
+# readers: NUL bytes, byte order marks, directories, truncated gzip.
 # Prints "cli-outputs: N passed, N failed".
 set -u
 M=${1:?usage: outputs.sh path/to/memplan}
@@ -135,6 +136,43 @@ if [ "$full" != /dev/full ] && [ -c "$full" ] && [ -c /dev/full ]; then
     expect 2 "memplan: /dev/full: write failed: No space left on device" plan -o /dev/full "$C"
     if [ -c /dev/full ]; then ok; else bad "/dev/full was replaced"; fi
 fi
+
+# ---- readers: a NUL byte is an error naming file, line and field
+printf 'id,first,last,size\n0,0,1,1\00000\n' > "$T/nul.csv"
+expect 2 "memplan: $T/nul.csv:2: field 'size': contains a NUL byte" plan "$T/nul.csv"
+printf 'id,fi\000rst,last,size\n0,0,1,1\n' > "$T/nul-header.csv"
+expect 2 "memplan: $T/nul-header.csv:1: header: column 2 contains a NUL byte" bounds "$T/nul-header.csv"
+printf 'id,offset,size\n0,2\00000,100\n1,0,200\n2,0,100\n' > "$T/nul-plan.csv"
+expect 2 "memplan: $T/nul-plan.csv:2: field 'offset': contains a NUL byte" check "$C" "$T/nul-plan.csv"
+printf '# memplan-trace/1\na 0x10 16\000 5\nf 0x10\n' > "$T/nul.trace"
+expect 2 "memplan: $T/nul.trace:2: field 'size': contains a NUL byte" trace stats "$T/nul.trace"
+
+# ---- a UTF-8 byte order mark opening a file is skipped
+bom=$(printf '\357\273\277')
+{ printf '%s' "$bom"; cat "$C"; } > "$T/bom.csv"
+expect 0 "best: auto" plan "$T/bom.csv"
+{ printf '%s' "$bom"; cat "$T/plan.csv"; } > "$T/bom-plan.csv"
+expect 0 "valid" check "$T/bom.csv" "$T/bom-plan.csv"
+{ printf '%s' "$bom"; cat "$T/loop.trace"; } > "$T/bom.trace"
+expect 0 "peak live bytes          4396" trace stats "$T/bom.trace"
+{ printf '%s' "$bom"; cat "$T/mlp.json"; } > "$T/bom.json"
+expect 0 "graph          $T/bom.json (mlp)" graph "$T/bom.json"
+expect 2 "this is a memplan-trace/1 trace, not a records CSV" plan "$T/bom.trace"
+
+# ---- a directory as input says so
+expect 2 "memplan: $T/dir: is a directory" plan "$T/dir"
+expect 2 "memplan: $T/dir: is a directory" check "$T/dir" "$T/plan.csv"
+expect 2 "memplan: $T/dir: is a directory" check "$C" "$T/dir"
+expect 2 "memplan: $T/dir: is a directory" trace stats "$T/dir"
+expect 2 "memplan: $T/dir: is a directory" graph "$T/dir"
+expect 2 "memplan remat: $T/dir: is a directory" remat "$T/dir"
+
+# ---- a truncated .json.gz says so, not a JSON syntax error
+gzip -c "$T/mlp.json" > "$T/whole.json.gz"
+head -c 300 "$T/whole.json.gz" > "$T/cut.json.gz"
+expect 0 "graph          $T/whole.json.gz (mlp)" graph "$T/whole.json.gz"
+expect 2 "memplan: $T/cut.json.gz: the gzip stream is truncated (the file ends inside the compressed data)" \
+    graph "$T/cut.json.gz"
 
 # ---- no temporary file is left anywhere
 if [ -z "$(find "$T" -name '*.tmp.*')" ]; then ok; else bad "temporary files left: $(find "$T" -name '*.tmp.*')"; fi
