@@ -178,9 +178,13 @@ typedef struct mp_swap_sim_t {
  * start if nothing stalled from the op where it is released on, but never
  * before the previous swap-in has finished; an op waits for the swap-ins of
  * the variables it accesses.  With limit > 0 an op that would allocate
- * above the limit, and a swap-in that would, wait for swap-outs to finish;
- * when nothing pending can free memory it goes on and limit_met is 0.
- * limit 0: no limit.  Free with mp_swap_sim_free. */
+ * above the limit waits for swap-outs to finish, and a swap-in that would
+ * waits for memory to come back while the ops before the one needing it
+ * can run; when nothing pending can free memory it goes on and limit_met
+ * is 0.  limit 0: no limit.  op_load[j] is the highest load from the end of
+ * op j-1 to the end of op j; before == after is a persistent variable
+ * accessed once per iteration.  Details: docs/swap.md.  Free with
+ * mp_swap_sim_free. */
 mp_status mp_swap_simulate(const mp_swap_iter_t *it, const mp_swap_link_t *link,
                            const mp_swap_plan_t *plan, uint64_t limit, mp_swap_sim_t *out);
 

@@ -39,10 +39,13 @@
  *             is taken; among frees, swap-outs end before an op does.
  *   limit     (limit > 0) an op whose new variables would lift the load
  *             above the limit waits for swap-outs in flight to end, one at
- *             a time, while they can still make it fit; a swap-in waits the
- *             same way for swap-outs and for the running op's end.  When
- *             what is pending cannot make room it starts at once (and the
- *             peak will exceed the limit: limit_met 0).  While an op waits
+ *             a time, while they can still make it fit; when they cannot it
+ *             starts at once.  A swap-in that does not fit waits for memory
+ *             to come back (swap-outs and ops ending) while ops before the
+ *             one that needs it can still run; once that op is next it
+ *             waits only while what is pending can make it fit, and then
+ *             starts at once.  Starting at once lifts the peak above the
+ *             limit: limit_met 0.  While an op waits
  *             for memory no swap-in starts: memory goes to ops in order.
  *   steady    the iteration ends when its last op does (total_ns); wrapped
  *             swap-outs may still run then and spill into the next one,
@@ -363,8 +366,11 @@ static void try_in(sim *s, uint64_t t) {
     uint64_t size = size_of(s, i);
     mp_swap_sim_t *r = s->out;
     if (s->limit && s->load + size > s->limit) {
+        /* Ops before the one that needs it can still run and give memory
+         * back: wait for that.  Once that op is next, wait only for what
+         * pending frees can make fit. */
         uint64_t avail = s->pending + (s->running ? s->freed[s->j - 1] : 0);
-        if (s->load + size - avail <= s->limit) {
+        if (s->j < s->item[i].before || s->load + size - avail <= s->limit) {
             s->in_wait = true;
             return;
         }

@@ -17,6 +17,24 @@ static inline double mp__seconds(void) {
 /* The roofline time of an op on device d (device.c). */
 uint64_t mp__swap_op_ns(const mp_swap_device_t *d, uint64_t flops, uint64_t bytes);
 
+/* Selection with a given key per candidate (highest first), in opts'
+ * mode; score names the plan (select.c). */
+mp_status mp__swap_select_ranked(const mp_swap_iter_t *it, const mp_swap_link_t *link,
+                                 const mp_swap_select_opts_t *o, const mp_swap_item_t *cand,
+                                 size_t n, const double *key, const char *score,
+                                 mp_swap_plan_t *plan, mp_swap_sim_t *sim);
+
+/* The four scores (DOA, AOA, WDOA, SWDOA), score-major: scores[k*n + i];
+ * malloc'ed (select.c). */
+mp_status mp__swap_all_scores(const mp_swap_iter_t *it, const mp_swap_link_t *link,
+                              const mp_swap_item_t *cand, size_t n, double **scores);
+
+/* BO: the weights of the standardised scores tuned by Bayesian
+ * optimisation of the simulated objective (bo.c). */
+mp_status mp__swap_bo(const mp_swap_iter_t *it, const mp_swap_link_t *link,
+                      const mp_swap_select_opts_t *o, const mp_swap_item_t *cand, size_t n,
+                      const double *scores, mp_swap_plan_t *plan, mp_swap_sim_t *sim);
+
 /* ---- per-variable access lists (load.c) ---------------------------------- */
 
 /* An iteration's accesses by variable: variable v is accessed by the ops
