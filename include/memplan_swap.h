@@ -72,11 +72,13 @@ typedef struct mp_swap_iter_t {
 } mp_swap_iter_t;
 
 /* A device's speed for estimated op times (a roofline): an op takes
- * max(FLOPs / flops, bytes it touches / bytes_per_s) + launch_ns. */
+ * max(FLOPs / flops, bytes it touches / bytes_per_s) / efficiency +
+ * launch_ns. */
 typedef struct mp_swap_device_t {
     char name[32];
-    double flops;            /* FLOP/s */
-    double bytes_per_s;      /* device memory bandwidth */
+    double flops;            /* peak FLOP/s */
+    double bytes_per_s;      /* peak device memory bandwidth */
+    double efficiency;       /* the fraction of peak kernels reach (0 or 1: peak) */
     uint64_t launch_ns;      /* fixed cost per op */
 } mp_swap_device_t;
 

@@ -100,5 +100,6 @@ int cmd_models(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_remat(int argc, char **argv);
+int cmd_swap(int argc, char **argv);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct command {
 static const command cmds[] = {
     {"plan", cmd_plan},           {"check", cmd_check},   {"bounds", cmd_bounds},
     {"strategies", cmd_strategies}, {"models", cmd_models}, {"trace", cmd_trace},
-    {"graph", cmd_graph},         {"remat", cmd_remat},
+    {"graph", cmd_graph},         {"remat", cmd_remat},   {"swap", cmd_swap},
 };
 enum { N_CMDS = sizeof cmds / sizeof cmds[0] };
 

@@ -2,7 +2,8 @@
  * takes max(FLOPs / flops, bytes / bandwidth) + a launch cost.  Peak rates
  * from the vendors' data sheets (docs/swap.md), so estimated times are
  * optimistic: real kernels reach a fraction of peak, which makes transfers
- * look relatively slower here than on the real device. */
+ * look relatively slower here than on the real device -- hence each
+ * preset's efficiency, the fraction of peak its kernels reach. */
 #include "swap_internal.h"
 
 #include <math.h>
@@ -12,18 +13,23 @@
 
 typedef struct preset {
     const char *name;
-    double tflops;           /* FP32, 10^12 FLOP/s */
-    double gbps;             /* device memory, 10^9 bytes/s */
+    double tflops;           /* FP32 peak, 10^12 FLOP/s */
+    double gbps;             /* device memory peak, 10^9 bytes/s */
+    double efficiency;
     uint64_t launch_ns;
 } preset;
 
 /* GTX 1080 Ti: 11.34 TFLOP/s, 484 GB/s (zhang2019's GPU); V100 SXM2:
  * 15.7 TFLOP/s, 900 GB/s; H100 SXM5: 67 TFLOP/s FP32 (no tensor cores),
- * 3350 GB/s.  5 us per kernel launch on all three. */
+ * 3350 GB/s.  5 us per kernel launch on all three.  Efficiency: the 1080
+ * Ti's 0.25 comes from zhang2019 sec. VI-B3, where VGG16 at batch 100 takes
+ * 24 ms to ramp up to 95% of its peak load (about its forward pass: 62.6
+ * GFLOP of 3x3 convolutions at 32x32, so 2.6 TFLOP/s reached, 23% of
+ * peak); V100 and H100 get 0.4, an assumption (no measurement at hand). */
 static const preset PRESETS[] = {
-    {"gtx1080ti", 11.34, 484.0, 5000},
-    {"v100", 15.7, 900.0, 5000},
-    {"h100", 67.0, 3350.0, 5000},
+    {"gtx1080ti", 11.34, 484.0, 0.25, 5000},
+    {"v100", 15.7, 900.0, 0.4, 5000},
+    {"h100", 67.0, 3350.0, 0.4, 5000},
 };
 #define N_PRESETS (sizeof PRESETS / sizeof PRESETS[0])
 
@@ -33,10 +39,10 @@ const char *mp_swap_device_preset_name(size_t i) {
 }
 
 static void set_device(mp_swap_device_t *o, const char *name, double flops, double bps,
-                       uint64_t launch) {
+                       double efficiency, uint64_t launch) {
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", name);
-    o->flops = flops, o->bytes_per_s = bps, o->launch_ns = launch;
+    o->flops = flops, o->bytes_per_s = bps, o->efficiency = efficiency, o->launch_ns = launch;
 }
 
 /* FLOP/s of a 192^3 single-precision matrix product in i-k-j order (the
@@ -86,7 +92,7 @@ static mp_status measure(mp_swap_device_t *o) {
     free(a), free(b), free(c);
     double bps = measure_bandwidth();
     if (!(bps > 0)) return MP__NOMEM();
-    set_device(o, "cpu", flops, bps, 1000);
+    set_device(o, "cpu", flops, bps, 1.0, 1000);
     return MP_OK;
 }
 
@@ -95,7 +101,7 @@ mp_status mp_swap_device_preset(const char *name, mp_swap_device_t *out) {
     for (size_t i = 0; i < N_PRESETS; i++)
         if (!strcmp(name, PRESETS[i].name)) {
             const preset *p = &PRESETS[i];
-            set_device(out, p->name, p->tflops * 1e12, p->gbps * 1e9, p->launch_ns);
+            set_device(out, p->name, p->tflops * 1e12, p->gbps * 1e9, p->efficiency, p->launch_ns);
             return MP_OK;
         }
     if (!strcmp(name, "cpu")) return measure(out);
@@ -104,6 +110,7 @@ mp_status mp_swap_device_preset(const char *name, mp_swap_device_t *out) {
 
 /* The roofline time of an op. */
 uint64_t mp__swap_op_ns(const mp_swap_device_t *d, uint64_t flops, uint64_t bytes) {
-    double t = fmax((double)flops / d->flops, (double)bytes / d->bytes_per_s) * 1e9;
+    double eff = d->efficiency > 0 && d->efficiency <= 1 ? d->efficiency : 1.0;
+    double t = fmax((double)flops / d->flops, (double)bytes / d->bytes_per_s) * 1e9 / eff;
     return d->launch_ns + (t >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)llround(t));
 }

@@ -11,8 +11,10 @@
  *   no overhead:  the longest prefix of the ranking whose simulation (no
  *                 limit) has no stall, found by bisection on the prefix
  *                 length (stall grows with the prefix in practice; the
- *                 result is simulated and always has zero stall):
- *                 O(log n) simulations.
+ *                 result is simulated and always has zero stall), then
+ *                 the next candidates in rank order, each kept when the
+ *                 plan stays stall-free and its peak falls (48 tries at
+ *                 most): O(log n + 48) simulations.
  * A limit below load_min (mp_swap_load_min) cannot be met by the
  * candidates and is refused with load_min in the message. */
 #include "swap_internal.h"
@@ -144,7 +146,7 @@ static mp_status simulate_prefix(const mp_swap_iter_t *it, const mp_swap_link_t 
     return s;
 }
 
-/* The longest zero-stall prefix by bisection over [0, n]. */
+/* The longest zero-stall prefix by bisection over [0, n]; *k its length. */
 static mp_status no_overhead_prefix(const mp_swap_iter_t *it, const mp_swap_link_t *link,
                                     const mp_swap_item_t *cand, const size_t *order, size_t n,
                                     size_t *k) {
@@ -164,6 +166,33 @@ static mp_status no_overhead_prefix(const mp_swap_iter_t *it, const mp_swap_link
     return MP_OK;
 }
 
+/* After the prefix, the next candidates of the ranking are tried one by
+ * one (at most EXTEND_TRIES simulations): one is kept when the plan stays
+ * free of stalls and its peak falls.  order is rearranged so that the
+ * kept ones follow the prefix; *k grows by their number. */
+#define EXTEND_TRIES 48
+
+static mp_status extend_no_overhead(const mp_swap_iter_t *it, const mp_swap_link_t *link,
+                                    const mp_swap_item_t *cand, size_t *order, size_t n,
+                                    size_t *k) {
+    mp_swap_plan_t p;
+    mp_swap_sim_t sim;
+    mp_status s = simulate_prefix(it, link, cand, order, *k, 0, "", &p, &sim);
+    if (s) return s;
+    uint64_t peak = sim.peak;
+    mp_swap_sim_free(&sim), mp_swap_plan_free(&p);
+    for (size_t t = *k, tries = 0; t < n && tries < EXTEND_TRIES; t++, tries++) {
+        size_t keep = order[*k];
+        order[*k] = order[t], order[t] = keep;           /* try order[t] next */
+        if ((s = simulate_prefix(it, link, cand, order, *k + 1, 0, "", &p, &sim))) return s;
+        bool better = sim.stall_ns == 0 && sim.peak < peak;
+        if (better) peak = sim.peak, (*k)++;
+        else order[t] = order[*k], order[*k] = keep;      /* undo */
+        mp_swap_sim_free(&sim), mp_swap_plan_free(&p);
+    }
+    return MP_OK;
+}
+
 mp_status mp__swap_select_ranked(const mp_swap_iter_t *it, const mp_swap_link_t *link,
                                  const mp_swap_select_opts_t *o, const mp_swap_item_t *cand,
                                  size_t n, const double *key, const char *score,
@@ -173,9 +202,16 @@ mp_status mp__swap_select_ranked(const mp_swap_iter_t *it, const mp_swap_link_t 
     if (s) return s;
     if (o->mode == MP_SWAP_LIMIT) s = limit_prefix(it, cand, order, n, o->limit, &k);
     else s = no_overhead_prefix(it, link, cand, order, n, &k);
-    mp_swap_sim_t local;
-    if (!s) s = simulate_prefix(it, link, cand, order, k, o->mode == MP_SWAP_LIMIT ? o->limit : 0,
-                                score, plan, sim ? sim : &local);
+    if (!s && o->mode != MP_SWAP_LIMIT) s = extend_no_overhead(it, link, cand, order, n, &k);
+    mp_swap_sim_t local, *out = sim ? sim : &local;
+    uint64_t limit = o->mode == MP_SWAP_LIMIT ? o->limit : 0;
+    if (!s) s = simulate_prefix(it, link, cand, order, k, limit, score, plan, out);
+    /* LOAD' ignores timing: when the simulation misses the limit, take
+     * the next candidates too, one at a time (EXTEND_TRIES at most). */
+    for (size_t t = 0; !s && !out->limit_met && k < n && t < EXTEND_TRIES; t++) {
+        mp_swap_plan_free(plan), mp_swap_sim_free(out);
+        s = simulate_prefix(it, link, cand, order, ++k, limit, score, plan, out);
+    }
     if (!s && !sim) mp_swap_sim_free(&local);
     free(order);
     return s;
