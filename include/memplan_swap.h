@@ -203,6 +203,14 @@ mp_status mp_swap_load(const mp_swap_iter_t *it, uint64_t *op_load, uint64_t *pe
  * plan of candidates can reach. */
 mp_status mp_swap_load_min(const mp_swap_iter_t *it, uint64_t min_size, uint64_t *load_min);
 
+/* SmartPool after AutoSwap (sec. V): the device residencies of a plan as
+ * simulated, one usage record per stretch a variable stays on the device,
+ * over simulated time in ns (first = start, last = end - 1), ids 0..n-1.
+ * Any planner places them (mp_plan_compute): the footprint of swapping.
+ * *out malloc'ed (free()). */
+mp_status mp_swap_residency(const mp_swap_iter_t *it, const mp_swap_plan_t *plan,
+                            const mp_swap_sim_t *sim, mp_buffer_t **out, size_t *n);
+
 /* ---- selection (src/swap/score.c, select.c, bo.c) -------------------------- */
 
 typedef enum mp_swap_score {

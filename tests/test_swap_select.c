@@ -2,7 +2,8 @@
  * select.c, bo.c): the four scores worked out by hand on a small iteration
  * where DOA and WDOA rank the candidates differently, selection in both
  * modes, BO never worse than the best single score, the load_min refusal,
- * and every plan validated and simulated. */
+ * every plan validated and simulated, and its residencies (SmartPool after
+ * AutoSwap) placed and checked. */
 #include "harness.h"
 
 #include <math.h>
@@ -34,6 +35,25 @@ static mp_swap_link_t unit_link(void) {
     mp_swap_link_t l = {.out_bytes_per_s = 1e9, .in_bytes_per_s = 1e9};
     strcpy(l.name, "unit");
     return l;
+}
+
+/* SmartPool after AutoSwap: the residencies' max live bytes is the
+ * simulated peak load, and a planner's footprint of them is checked and
+ * never below it. */
+static void check_residency(const mp_swap_iter_t *it, const mp_swap_plan_t *p,
+                            const mp_swap_sim_t *sim) {
+    mp_buffer_t *b;
+    size_t n;
+    if (!MP_CHECK_OK(mp_swap_residency(it, p, sim, &b, &n))) return;
+    mp_bounds_t bd;
+    if (MP_CHECK_OK(mp_bounds_compute(b, n, &bd))) MP_CHECK_EQ_U64(bd.offsets, sim->peak);
+    mp_plan_t plan;
+    if (MP_CHECK_OK(mp_plan_compute(b, n, "smartpool-bestfit", &plan))) {
+        MP_CHECK_OK(mp_plan_check(b, n, &plan, NULL));
+        MP_CHECK(plan.footprint >= sim->peak);
+        mp_plan_free(&plan);
+    }
+    free(b);
 }
 
 static void test_scores(void) {
@@ -85,6 +105,7 @@ static void test_limit_mode(void) {
     mp_swap_plan_free(&p), mp_swap_sim_free(&sim);
     select_one(MP_SWAP_LIMIT, MP_SWAP_BO, 150, &p, &sim);
     MP_CHECK(sim.limit_met && sim.overhead <= doa_overhead && !strcmp(p.score, "bo"));
+    check_residency(&small, &p, &sim);
     mp_swap_plan_free(&p), mp_swap_sim_free(&sim);
 }
 
@@ -156,6 +177,7 @@ static void test_graph_bo(void) {
                 if (s == MP_SWAP_BO) bo_value = v;
                 else if (v < best) best = v;
                 if (mode == MP_SWAP_NO_OVERHEAD) MP_CHECK(sim.stall_ns == 0);
+                check_residency(&it, &p, &sim);
                 mp_swap_plan_free(&p), mp_swap_sim_free(&sim);
             }
             MP_CHECK(bo_value <= best);

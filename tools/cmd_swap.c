@@ -64,6 +64,7 @@ typedef struct row {
     mp_swap_plan_t plan;
     mp_swap_sim_t sim;
     uint64_t bytes;            /* swapped bytes */
+    uint64_t smartpool, best;  /* footprints of the residencies (sec. V) */
     double ms;
 } row;
 
@@ -165,9 +166,29 @@ static int load_train(const char *path, mp_graph_t **train) {
     return s ? fail() : EXIT_OK;
 }
 
+/* SmartPool after AutoSwap: the plan's residencies placed by
+ * smartpool-bestfit and by auto (each plan checked). */
+static mp_status footprints(const mp_swap_iter_t *it, const mp_swap_plan_t *p,
+                            const mp_swap_sim_t *sim, uint64_t *smartpool, uint64_t *best) {
+    mp_buffer_t *b;
+    size_t n;
+    mp_status s = mp_swap_residency(it, p, sim, &b, &n);
+    const char *names[2] = {"smartpool-bestfit", "auto"};
+    uint64_t *out[2] = {smartpool, best};
+    for (int k = 0; k < 2 && !s; k++) {
+        mp_plan_t plan;
+        s = mp_plan_compute(b, n, names[k], &plan);
+        if (!s) s = mp_plan_check(b, n, &plan, NULL);
+        *out[k] = plan.footprint;
+        mp_plan_free(&plan);
+    }
+    if (!s) free(b);
+    return s;
+}
+
 typedef struct summary {
     const char *model;
-    uint64_t compute_ns, peak, load_min;
+    uint64_t compute_ns, peak, load_min, smartpool, best;   /* footprints with no swapping */
     size_t ops, vars, candidates, peak_op;
 } summary;
 
@@ -179,6 +200,11 @@ static int summarise(const mp_swap_iter_t *it, const opts *o, summary *s) {
     if (!st) st = mp_swap_load_min(it, o->sel.min_size, &s->load_min);
     if (!st) st = mp_swap_candidates(it, o->sel.min_size, &cand, &s->candidates);
     free(load), free(cand);
+    mp_swap_sim_t plain;
+    if (!st) st = mp_swap_simulate(it, &(mp_swap_link_t){.out_bytes_per_s = 1, .in_bytes_per_s = 1},
+                                   NULL, 0, &plain);
+    if (!st) st = footprints(it, NULL, &plain, &s->smartpool, &s->best);
+    mp_swap_sim_free(&plain);
     if (st) return fail();
     s->ops = it->n_ops, s->vars = it->n_vars;
     for (size_t j = 0; j < it->n_ops; j++) s->compute_ns += it->op[j].ns;
@@ -194,6 +220,8 @@ static int run_scores(const mp_swap_iter_t *it, const mp_swap_link_t *link, cons
         if (mp_swap_select(it, link, &sel, &r[k].plan, &r[k].sim) != MP_OK) return fail();
         r[k].ms = cli_now_ms() - t0;
         for (size_t i = 0; i < r[k].plan.n; i++) r[k].bytes += it->var[r[k].plan.item[i].var].size;
+        if (footprints(it, &r[k].plan, &r[k].sim, &r[k].smartpool, &r[k].best) != MP_OK)
+            return fail();
     }
     return EXIT_OK;
 }
@@ -212,19 +240,24 @@ static void print_text(const opts *o, const summary *s, const mp_swap_device_t *
            l->in_bytes_per_s / 1e9);
     printf("peak load %s at op %zu; load_min %s\n", cli_human(s->peak, h1, sizeof h1), s->peak_op,
            cli_human(s->load_min, h2, sizeof h2));
+    printf("footprint with no swapping: %s (smartpool-bestfit), %s (auto)\n",
+           cli_human(s->smartpool, h1, sizeof h1), cli_human(s->best, h2, sizeof h2));
     if (o->sel.mode == MP_SWAP_LIMIT) printf("mode limit %s\n\n", cli_human(o->sel.limit, h3, sizeof h3));
     else printf("mode no-overhead\n\n");
-    printf("%-6s %8s %14s %14s %8s %9s %12s %9s %6s\n", "score", "swapped", "bytes", "peak load",
-           "/ peak", "cut", "stall ms", "overhead", "met");
+    printf("%-6s %8s %14s %14s %8s %9s %12s %9s %6s %14s %14s\n", "score", "swapped", "bytes",
+           "peak load", "/ peak", "cut", "stall ms", "overhead", "met", "smartpool", "auto");
     for (int k = 0; k < N_SCORES; k++) {
         if (o->score >= 0 && o->score != k) continue;
         const row *w = &r[k];
-        printf("%-6s %8zu %14s %14s %8.3f %8.1f%% %12.3f %8.2f%% %6s  (%.0f ms)\n", SCORES[k],
-               w->plan.n, cli_human(w->bytes, h1, sizeof h1), cli_human(w->sim.peak, h2, sizeof h2),
+        char h4[32], h5[32];
+        printf("%-6s %8zu %14s %14s %8.3f %8.1f%% %12.3f %8.2f%% %6s %14s %14s  (%.0f ms)\n",
+               SCORES[k], w->plan.n, cli_human(w->bytes, h1, sizeof h1),
+               cli_human(w->sim.peak, h2, sizeof h2),
                s->peak ? (double)w->sim.peak / (double)s->peak : 1.0,
                pct(s->peak - (w->sim.peak < s->peak ? w->sim.peak : s->peak), s->peak),
                (double)w->sim.stall_ns / 1e6, 100.0 * w->sim.overhead,
-               w->sim.limit_met ? "yes" : "NO", w->ms);
+               w->sim.limit_met ? "yes" : "NO", cli_human(w->smartpool, h4, sizeof h4),
+               cli_human(w->best, h5, sizeof h5), w->ms);
     }
 }
 
@@ -236,19 +269,22 @@ static void print_json(const opts *o, const summary *s, const mp_swap_device_t *
     cli_json_string(s->model);
     printf(",\"device\":\"%s\",\"link\":\"%s\",\"mode\":\"%s\",\"limit\":%llu,\"ops\":%zu,"
            "\"variables\":%zu,\"candidates\":%zu,\"compute_ns\":%llu,\"peak\":%llu,"
-           "\"load_min\":%llu,\"scores\":[",
+           "\"load_min\":%llu,\"footprint_smartpool\":%llu,\"footprint_auto\":%llu,\"scores\":[",
            d->name, l->name, mode_name(o->sel.mode == MP_SWAP_LIMIT), (unsigned long long)o->sel.limit,
            s->ops, s->vars, s->candidates, (unsigned long long)s->compute_ns,
-           (unsigned long long)s->peak, (unsigned long long)s->load_min);
+           (unsigned long long)s->peak, (unsigned long long)s->load_min,
+           (unsigned long long)s->smartpool, (unsigned long long)s->best);
     const char *sep = "";
     for (int k = 0; k < N_SCORES; k++) {
         if (o->score >= 0 && o->score != k) continue;
         const row *w = &r[k];
         printf("%s{\"score\":\"%s\",\"swapped\":%zu,\"bytes\":%llu,\"peak\":%llu,\"stall_ns\":%llu,"
-               "\"overhead\":%.6f,\"limit_met\":%s,\"ms\":%.3f}",
+               "\"overhead\":%.6f,\"limit_met\":%s,\"footprint_smartpool\":%llu,"
+               "\"footprint_auto\":%llu,\"ms\":%.3f}",
                sep, SCORES[k], w->plan.n, (unsigned long long)w->bytes,
                (unsigned long long)w->sim.peak, (unsigned long long)w->sim.stall_ns,
-               w->sim.overhead, w->sim.limit_met ? "true" : "false", w->ms);
+               w->sim.overhead, w->sim.limit_met ? "true" : "false",
+               (unsigned long long)w->smartpool, (unsigned long long)w->best, w->ms);
         sep = ",";
     }
     printf("]}\n");
