@@ -96,8 +96,9 @@ def paper_section(binary, paths, steps):
 
 
 def table_no_overhead(rows):
-    out = ["| model | peak load | load_min | " + " | ".join(SCORES) + " | paper |",
-           "|---|---:|---:|" + "---:|" * len(SCORES) + "---|"]
+    out = ["| model | peak load | load_min | " + " | ".join(SCORES) + " | paper | footprint: no swap "
+           "/ BO, SmartPool / BO, auto |",
+           "|---|---:|---:|" + "---:|" * len(SCORES) + "---|---|"]
     for name, d in rows:
         cells = []
         for s in d["scores"]:
@@ -105,8 +106,11 @@ def table_no_overhead(rows):
             cells.append(f"{mib(s['peak']):.0f} MiB (-{cut:.1f}%)")
         p = PAPER.get(name)
         paper = f"{p[0]} -> {p[1]} MB (-{100 * (p[0] - p[1]) / p[0]:.1f}%)" if p else ""
+        bo = d["scores"][-1]
+        foot = (f"{mib(d['footprint_auto']):.0f} / {mib(bo['footprint_smartpool']):.0f} / "
+                f"{mib(bo['footprint_auto']):.0f} MiB")
         out.append(f"| {name} | {mib(d['peak']):.0f} MiB | {mib(d['load_min']):.0f} MiB | "
-                   + " | ".join(cells) + f" | {paper} |")
+                   + " | ".join(cells) + f" | {paper} | {foot} |")
     return out
 
 
@@ -270,7 +274,9 @@ def render(a, rows, curves, corpus, speed, batch):
              "## The paper's setting: VGG16 and ResNet-50, 32x32, batch " + str(batch), "",
              "GTX 1080 Ti preset (25% of its peak FLOP/s, from zhang2019 sec. VI-B3), PCIe 3 "
              "(SINGA's measured 47.2 us + 13.2 GB/s out, 9.7 us + 12.2 GB/s in). Peak load "
-             "with no swapping, and with the largest cut that causes no stall (Table II):", ""]
+             "with no swapping, and with the largest cut that causes no stall (Table II); the "
+             "last column places the device residencies of BO's plan (SmartPool after AutoSwap, "
+             "sec. V) beside the no-swap plan:", ""]
     lines += table_no_overhead(rows)
     lines += ["", "Overhead as the limit goes from the peak down to load_min (Fig. 9):", ""]
     for name, curve in curves.items():
