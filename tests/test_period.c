@@ -324,6 +324,61 @@ static void test_trace_loop(void) {
     mp_trace_free(t);
 }
 
+/* A loop of iters iterations, each allocating 40 blocks (4 KiB, 8 KiB, ...)
+ * and freeing them in reverse, after one weight block (handle 1) allocated
+ * before it.  Iteration stray_it gets one read (write: 1) of the weight
+ * after its allocation number stray_at, when that many blocks are live. */
+static mp_trace_t *stray_trace(int iters, int stray_it, int stray_at, int write) {
+    mp_trace_t *t;
+    MP_CHECK_OK(mp_trace_create(&t));
+    MP_CHECK_OK(mp_trace_record_alloc(t, 1, 1000000, MP_TRACE_NO_NS));
+    uint64_t h = 100;
+    for (int m = 0; m < iters; m++) {
+        for (int b = 0; b < 40; b++) {
+            MP_CHECK_OK(mp_trace_record_alloc(t, h + (uint64_t)b, 4096u * (uint64_t)(b + 1),
+                                              MP_TRACE_NO_NS));
+            if (m == stray_it && b == stray_at)
+                MP_CHECK_OK(mp_trace_record_access(t, 1, write, MP_TRACE_NO_NS));
+        }
+        for (int b = 40; b-- > 0;) MP_CHECK_OK(mp_trace_record_free(t, h + (uint64_t)b, MP_TRACE_NO_NS));
+        h += 40;
+    }
+    return t;
+}
+
+/* One stray read or write inside one iteration: the period is the loop's
+ * (80 events), every iteration is found, the boundary is where only the
+ * weight is live (right after it, event 1), one edit in all, and no block
+ * crosses iterations.  Before period.c measured a free's distance in
+ * allocations and frees only, the stray shifted every free of its
+ * iteration, the iteration failed, and for a stray in iteration 4 of 6
+ * (after the last allocation, where all 40 blocks are live) the boundary
+ * landed where everything is live and 39 blocks were marked crossing. */
+static void test_trace_stray(void) {
+    static const int cases[][3] = {{6, 4, 39}, {6, 3, 39}, {10, 6, 39}, {20, 10, 19},
+                                   {20, 1, 0}, {20, 18, 39}, {6, 0, 20}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int write = 0; write <= 1; write++) {
+            int iters = cases[c][0], it = cases[c][1];
+            mp_trace_t *t = stray_trace(iters, it, cases[c][2], write);
+            mp_period_t pr;
+            MP_CHECK_OK(mp_period_detect(t, NULL, &pr));
+            MP_CHECK(pr.found);
+            MP_CHECK_EQ_U64(pr.period, 80);
+            MP_CHECK_EQ_U64(pr.prefix, 1);
+            MP_CHECK_EQ_U64(pr.iterations, (uint64_t)iters);
+            MP_CHECK_EQ_U64(pr.tail, 0);
+            MP_CHECK_EQ_U64(pr.edits, 1);
+            MP_CHECK_EQ_U64(pr.n_cross, 0);
+            /* the stray's iteration is one event longer, the others exact */
+            for (size_t j = 0; pr.found && j < pr.iterations; j++)
+                MP_CHECK_EQ_U64(pr.start[j], 1 + 80 * j + (j > (size_t)it));
+            mp_period_free(&pr);
+            mp_trace_free(t);
+        }
+    }
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -389,6 +444,7 @@ int main(void) {
     test_nested();
     test_not_periodic();
     test_trace_loop();
+    test_trace_stray();
     test_long();
     return mp_test_finish("test_period");
 }

@@ -4,8 +4,10 @@
  *
  * The stream is a sequence of symbols s[0..n): equal events have equal
  * symbols.  For a trace, an allocation's symbol hashes its size; a free's
- * hashes its size and its distance back to the allocation it frees (so two
- * iterations match only if their lifetimes match); a read or write hashes
+ * hashes its size and its distance back to the allocation it frees,
+ * counted in allocations and frees only (so two iterations match only if
+ * their lifetimes match, and a stray read or write is one inserted symbol
+ * rather than a change to every free after it); a read or write hashes
  * its kind and the block's size (not the distance, which grows every
  * iteration for blocks such as weights allocated before the loop).
  *
@@ -20,7 +22,8 @@
  *    allowed per iteration.  From the template's start, walk forward: the
  *    next iteration is the stretch s[x, x+L), |L - p| <= k, with the
  *    fewest edits (Levenshtein: insertions, deletions, substitutions)
- *    against T, ties to L nearest p then the shorter; it is accepted when
+ *    against T, ties to an L whose last event equals T's last one, then
+ *    to L nearest p, then the shorter (end_score); it is accepted when
  *    it needs <= k edits.  Banded dynamic programming (band 2k+1) takes
  *    O(p(2k+1)) per iteration and stops as soon as a whole row exceeds k.
  *    Then walk backward from the template's start the same way (the
@@ -53,10 +56,12 @@
  * a period; mp_period_detect moves the boundary to the cut inside one
  * clean iteration where the fewest bytes are live (ties: the earliest),
  * which is where a training or inference loop starts, and verifies again
- * from there.  mp_period_find (bare symbols, no sizes) instead moves the
- * boundary back to the earliest phase at which the events before the
- * steady state still equal the end of a clean iteration.  Blocks allocated in an iteration and freed in a later one
- * (or never) are listed as crossing iterations. */
+ * from there; the iteration is one followed by another clean one
+ * (cut_iteration), so the template taken at the cut holds no stray event.
+ * mp_period_find (bare symbols, no sizes) instead moves the boundary back
+ * to the earliest phase at which the events before the steady state still
+ * equal the end of a clean iteration.  Blocks allocated in an iteration
+ * and freed in a later one (or never) are listed as crossing iterations. */
 #include "../core/internal.h"
 
 #include <stdlib.h>
@@ -95,6 +100,22 @@ typedef struct walker {
     size_t *prev, *cur;   /* 2k+1 each */
 } walker;
 
+/* Tie-break between iteration lengths L with equal edits (lower wins):
+ * |L - p|, plus 2k + 1 (more than any |L - p| in the band) when the
+ * iteration's last event (its first, walking backward) differs from the
+ * template's.  A stray event at an iteration's edge can be read
+ * as inserted (the iteration one event longer, ending on the template's
+ * own last event) or as replacing that edge event, which then falls into
+ * the neighbouring iteration; both cost one edit.  The second moves the
+ * boundary off the loop's real one, and in a trace the block allocated
+ * there would cross iterations, so the length that ends on a match wins
+ * even if it is one event further from p. */
+static size_t end_score(const walker *w, size_t x, int dir, size_t L) {
+    size_t dist = L > w->p ? L - w->p : w->p - L;
+    bool same = dir > 0 ? w->s[x + L - 1] == w->s[w->a + w->p - 1] : w->s[x - L] == w->s[w->a];
+    return dist + (same ? 0 : 2 * w->k + 1);
+}
+
 /* Aligns the template against the stream from x going in direction dir
  * (+1: s[x], s[x+1], ...; -1: s[x-1], s[x-2], ..., template reversed).
  * On success sets *len (stream symbols used) and *edits. */
@@ -132,12 +153,14 @@ static bool match(walker *w, size_t x, int dir, size_t *len, size_t *edits) {
         prev = cur;
         cur = t;
     }
-    /* prev holds row p: L = p - k + d */
-    size_t best = INF, bl = 0, bdist = INF;
+    /* prev holds row p: L = p - k + d.  Ties in edits go to the L whose
+     * last stream event equals the template's last one, then to L nearest
+     * p, then to the shorter (see end_score). */
+    size_t best = INF, bl = 0, bscore = INF;
     for (size_t d = 0; d < band; d++) {
         if (p + d < k || p + d - k == 0 || p + d - k > m) continue;
-        size_t L = p + d - k, dist = d > k ? d - k : k - d;
-        if (prev[d] < best || (prev[d] == best && dist < bdist)) best = prev[d], bl = L, bdist = dist;
+        size_t L = p + d - k, score = end_score(w, x, dir, L);
+        if (prev[d] < best || (prev[d] == best && score < bscore)) best = prev[d], bl = L, bscore = score;
     }
     if (best > k) return false;
     *len = bl;
@@ -379,6 +402,46 @@ mp_status mp_period_find(const uint64_t *sym, size_t n, const mp_period_params_t
 
 /* ---- traces -------------------------------------------------------------- */
 
+/* The symbols of a trace's events into s[0..n).  A free's symbol holds
+ * its lifetime counted in allocations and frees only: counted in events, a
+ * stray read or write would lengthen the lifetime of every block live
+ * across it, turn each of their frees into a substitution and fail the
+ * iteration (one stray read after the 40 allocations of a loop body made
+ * 40 edits); counted this way the stray is one inserted event, one edit.
+ * Two passes: s[i] first holds the number of allocations and frees before
+ * event i, then, from the end (a free's allocation comes earlier, so its
+ * count is still there), the symbol. */
+static void trace_symbols(const mp_event_t *ev, size_t n, uint64_t *s) {
+    uint64_t af = 0;
+    for (size_t i = 0; i < n; i++) {
+        s[i] = af;
+        af += ev[i].kind == MP_EV_ALLOC || ev[i].kind == MP_EV_FREE;
+    }
+    for (size_t i = n; i-- > 0;) {
+        const mp_event_t *e = &ev[i];
+        uint64_t x = mix(e->size) ^ (uint64_t)e->kind;
+        if (e->kind == MP_EV_FREE) x = mix(x + mix(s[i] - s[e->block]));
+        s[i] = mix(x);
+    }
+}
+
+/* The iteration in which to look for the cut with the fewest live bytes:
+ * the last clean one followed by another clean one, so that the template
+ * from any cut inside it, [cut, cut + p), is a rotation of the loop body
+ * made of clean events only.  A template overlapping an iteration with a
+ * stray event would be that iteration's odd copy: it fails to match the
+ * others, the boundary stays at whatever phase the candidate had (with a
+ * stray where all of a loop's blocks were live, there) and those blocks
+ * all count as crossing.  Without two clean neighbours, the last clean
+ * iteration with room for a template after it; r->iters if none. */
+static size_t cut_iteration(const result *r, size_t n) {
+    for (size_t i = r->iters; i-- > 1;)
+        if (r->edits[i] == 0 && r->edits[i - 1] == 0) return i - 1;
+    for (size_t i = r->iters; i-- > 0;)
+        if (r->edits[i] == 0 && r->start[i] + 2 * r->p <= n) return i;
+    return r->iters;
+}
+
 /* Index of the iteration cut (in [t0, t0+p)) with the fewest live bytes. */
 static size_t best_cut(const mp_event_t *ev, size_t t0, size_t p) {
     uint64_t live = 0;   /* live bytes before event t0 */
@@ -407,24 +470,13 @@ mp_status mp_period_detect(const mp_trace_t *t, const mp_period_params_t *params
     const mp_event_t *ev = mp_trace_events(t, &n);
     uint64_t *s = malloc((n ? n : 1) * sizeof *s);
     if (!s) return MP__NOMEM();
-    for (size_t i = 0; i < n; i++) {
-        const mp_event_t *e = &ev[i];
-        uint64_t x = mix(e->size) ^ (uint64_t)e->kind;
-        if (e->kind == MP_EV_FREE) x = mix(x + mix(i - e->block));
-        s[i] = mix(x);
-    }
+    trace_symbols(ev, n, s);
     result r;
     mp_status st = find(s, n, &pp, &r);
     if (st == MP_OK && r.iters) {
-        /* a clean iteration with room for a shifted template after it */
-        size_t j = r.iters, p = r.p;
-        for (size_t i = r.iters; i-- > 0;)
-            if (r.edits[i] == 0 && r.start[i] + 2 * p <= n) {
-                j = i;
-                break;
-            }
+        size_t j = cut_iteration(&r, n);
         if (j < r.iters) {
-            size_t cut = best_cut(ev, r.start[j], p);
+            size_t p = r.p, cut = best_cut(ev, r.start[j], p);
             if (cut != r.start[j]) {
                 result r2;
                 st = verify(s, n, cut, p, r.k, &r2);
