@@ -97,7 +97,7 @@ class Planner:
 
     def evaluate(self, runs):
         m = self.mirror(runs)
-        if any(not any(m[v] for v in r) for r in runs):
+        if any(not any(m[v] or self.hidden.get(v) for v in r) for r in runs):
             return None                 # a run that drops nothing: no candidate
         e = self.remat.evaluate(self.remat.plan_mirror(m, "checkpoint"))
         # torch.utils.checkpoint reruns a whole run, the nodes whose values
@@ -108,10 +108,13 @@ class Planner:
 
     def _hidden(self, m, runs):
         """What autograd saves inside opaque nodes (hidden_saved_bytes): kept
-        from the forward to the backward pass unless the node is
-        recomputed, and then present while its run is recomputed."""
-        kept = sum(b for v, b in self.hidden.items() if not m[v])
-        redo = max((sum(self.hidden.get(v, 0) for v in r if m[v]) for r in runs), default=0)
+        from the forward to the backward pass unless the node is in a run
+        (torch's checkpoint reruns the whole run, the nodes whose values
+        leave it too, so none of a run's insides are kept), and then
+        present while its run is recomputed."""
+        inside = {v for r in runs for v in r}
+        kept = sum(b for v, b in self.hidden.items() if v not in inside)
+        redo = max((sum(self.hidden.get(v, 0) for v in r) for r in runs), default=0)
         return kept + redo
 
     def candidates(self):

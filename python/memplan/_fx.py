@@ -159,11 +159,49 @@ class Checkpointed(torch.nn.Module):
                     b.copy_(v)
 
 
+def _absorb(gm, segment_of):
+    """Nodes the planner's graph does not have (getattr on a tensor, the
+    test of a torch._assert) that fx placed between two nodes of one run
+    join that run, so that each run is one contiguous part."""
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    span = {}
+    for i, n in enumerate(nodes):
+        if n.name in segment_of:
+            lo, hi = span.get(segment_of[n.name], (i, i))
+            span[segment_of[n.name]] = (min(lo, i), max(hi, i))
+    out = dict(segment_of)
+    for k, (lo, hi) in span.items():
+        for n in nodes[lo:hi + 1]:
+            out.setdefault(n.name, k)
+    return out
+
+
+def _merge_silent_parts(gm, part, ckpt):
+    """A plain part nothing outside reads (a torch._assert and the test it
+    checks, as ViT's encoder blocks start with) joins the part before it
+    (the first part: the one after it): split_module cannot build a part
+    with no outputs."""
+    nodes = {}
+    for n in gm.graph.nodes:
+        if n.name in part:
+            nodes.setdefault(part[n.name], []).append(n)
+    order = sorted(nodes)
+    for i, p in enumerate(order):
+        if p in ckpt or len(order) < 2:
+            continue
+        if not any(u.op == "output" or part.get(u.name) != p for n in nodes[p] for u in n.users):
+            into = order[i - 1] if i else order[1]      # the first part joins the next
+            for n in nodes[p]:
+                part[n.name] = into
+            nodes[into] = nodes[into] + nodes[p]
+
+
 def rebuild(model, gm, segment_of):
     """model's GraphModule split into consecutive parts, the parts named in
     segment_of (fx node name -> segment number) wrapped in Checkpointed.
     Parameters and buffers are model's own (shared, not copied)."""
     part, last, parts, ckpt = {}, None, -1, set()
+    segment_of = _absorb(gm, segment_of)
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "output"):
             continue
@@ -174,6 +212,7 @@ def rebuild(model, gm, segment_of):
         part[n.name] = parts
         if key[0] == "ckpt":
             ckpt.add(parts)
+    _merge_silent_parts(gm, part, ckpt)
     split = split_module(gm, model, lambda n: part[n.name])
     for k in sorted(ckpt):
         name = f"submod_{k}"
