@@ -239,6 +239,7 @@ _PROTOS = {
     "mp_remat_fit": (c_int, [c_void_p, c_char_p, u64, PROGRESS, c_void_p, P(CRematPlan),
                              P(CRematFit)]),
     "mp_remat_chain": (c_int, [c_void_p, P(CChain)]),
+    "mp_remat_alg3": (c_int, [c_void_p, u64, P(c_uint32), P(u64), P(u64)]),
     "mp_chain_free": (None, [P(CChain)]),
 }
 

@@ -6,7 +6,9 @@
    nodes between cut points, mp_remat_chain).  For each run length L
    (1, 2, 3, 4, 6, 8, 12, 16 stages and all of them) the stages are grouped
    in consecutive runs of L, the runs ranked by bytes they drop per FLOP
-   they recompute, and every prefix of that ranking is a candidate.  Each
+   they recompute, and every prefix of that ranking is a candidate; and
+   chen2016 Alg. 3's segmentations over a ladder of B, whose runs are as
+   long as B allows (short where the layers are large).  Each
    candidate becomes chen2016 mirror counts (m = 1 inside a run, 0 for a
    node whose value leaves it) and the library evaluates it exactly: the
    transformed graph shared, placed and checked (its peak), and its extra
@@ -119,6 +121,7 @@ class Planner:
 
     def candidates(self):
         seen, out = set(), [self.evaluate([])]
+        self.alg3_candidates(seen, out)
         n = len(self.stages)
         for length in RUN_LENGTHS:
             size = length or n
@@ -135,6 +138,35 @@ class Planner:
                     if cand:
                         out.append(cand)
         return out
+
+    def alg3_candidates(self, seen, out):
+        """chen2016 Alg. 3's segmentations over a ladder of B (each B keeps
+        a stage output once the stages since the last kept one hold more
+        than B bytes): every stretch of dropped nodes becomes a run, so the
+        runs are as long as B allows -- uneven where the layers are."""
+        pos = {v: i for i, v in enumerate(self.forward)}
+        own = {v for st in self.stages for v in st}
+        total = sum(self.remat.node_bytes(v) for v in own) or 1
+        b = max(1, total // 4096)
+        while b <= total:
+            m, _, _ = self.remat.alg3(b)
+            runs, cur = [], []
+            for v in self.forward:
+                if m[v] and v in own:
+                    cur.append(v)
+                elif cur:
+                    runs.append(cur)
+                    cur = []
+            if cur:
+                runs.append(cur)
+            runs.sort(key=lambda r: pos[r[0]])
+            key = tuple(tuple(r) for r in runs)
+            if runs and key not in seen:
+                seen.add(key)
+                cand = self.evaluate(runs)
+                if cand:
+                    out.append(cand)
+            b = b * 3 // 2 + 1
 
     def _value(self, run):
         dropped = sum(self.remat.node_bytes(v) for v in run)

@@ -155,6 +155,14 @@ class Remat:
         finally:
             _ffi.dll().mp_chain_free(ctypes.byref(c))
 
+    def alg3(self, budget):
+        """chen2016 Alg. 3 for one B over the cut points: (mirror counts,
+        x = bytes of the kept stage outputs, y = the largest stage)."""
+        m = (ctypes.c_uint32 * max(1, self.forward_count))()
+        x, y = ctypes.c_uint64(), ctypes.c_uint64()
+        _ffi.call("mp_remat_alg3", self._h, int(budget), m, ctypes.byref(x), ctypes.byref(y))
+        return m[:self.forward_count], x.value, y.value
+
     def policy(self, name):
         """The plan of a policy ("none", "sqrt", "segments=3,7", "budget",
         "logn=2", "revolve", "optimal=BYTES", ...; see policies())."""
