@@ -34,7 +34,12 @@
  * replaying, before the region's pages are touched, and once more after
  * the first replayed iteration, when the blocks live at the switch have
  * been freed (MEMPLAN_TRIM=0 turns it off); not again after the arena
- * returns to learning (MEMPLAN_RELEARN, the arena's relearn_after). */
+ * returns to learning (MEMPLAN_RELEARN, the arena's relearn_after).
+ *
+ * Around that: MEMPLAN_TRACE records every call of the program as a trace
+ * (record.c; one relaxed load per call when it is off), the numbers in the
+ * environment take units (env.c), and at exit the summary says in KiB/MiB
+ * what the arena did and, when it is not replaying, why (why.c). */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -63,7 +68,7 @@ static _Atomic int resolved;
 static pthread_mutex_t resolve_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int t_resolving __attribute__((tls_model("initial-exec")));
-static _Thread_local int t_guard __attribute__((tls_model("initial-exec")));
+_Thread_local int mpp__guard __attribute__((tls_model("initial-exec")));
 
 static _Atomic int mode = MODE_OFF;
 static _Atomic(mp_arena_t *) arena;
@@ -108,7 +113,7 @@ static size_t boot_size(const void *p) {
 
 /* ---- the real functions ---------------------------------------------------- */
 
-static void say(const char *fmt, ...) {
+void mpp__say(const char *fmt, ...) {
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -148,7 +153,7 @@ static int ready(void) {
             r.malloc_trim = NULL;
         if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign ||
             !r.memalign || !r.malloc_usable_size) {
-            say("memplan-preload: the real allocator was not found (dlsym RTLD_NEXT)\n");
+            mpp__say("memplan-preload: the real allocator was not found (dlsym RTLD_NEXT)\n");
             abort();
         }
         mpp__real = r;
@@ -190,7 +195,7 @@ static mp_arena_t *get_arena(void) {
         if (max_edits) o.max_edits = max_edits;
         if (relearn != SIZE_MAX) o.relearn_after = relearn;
         if (mp_arena_create(&o, &a) != MP_OK) {
-            say("memplan-preload: no arena (%s); forwarding everything\n", mp_last_error());
+            mpp__say("memplan-preload: no arena (%s); forwarding everything\n", mp_last_error());
             a = NULL;
             atomic_store(&mode, MODE_OFF);
         } else {
@@ -203,7 +208,7 @@ static mp_arena_t *get_arena(void) {
 
 /* True when a request of size bytes aligned to align goes to the arena. */
 static int wants_arena(size_t size, size_t align) {
-    if (t_guard || atomic_load_explicit(&mode, memory_order_acquire) != MODE_ON) return 0;
+    if (mpp__guard || atomic_load_explicit(&mode, memory_order_acquire) != MODE_ON) return 0;
     if (size < threshold) return 0;
     if (align > ARENA_ALIGN) {
         atomic_fetch_add_explicit(&n_align_fwd, 1, memory_order_relaxed);
@@ -242,7 +247,7 @@ static void maybe_trim(mp_arena_t *a) {
 static void *big_alloc(size_t size) {
     int saved = errno;
     void *p = NULL;
-    t_guard = 1;
+    mpp__guard = 1;
     atomic_fetch_add_explicit(&n_big, 1, memory_order_relaxed);
     mp_arena_t *a = get_arena();
     if (a && mp_arena_alloc(a, size, &p) != MP_OK) p = NULL;
@@ -252,7 +257,7 @@ static void *big_alloc(size_t size) {
     }
     if (!p) atomic_fetch_add_explicit(&n_arena_fail, 1, memory_order_relaxed);
     if (a) maybe_trim(a);
-    t_guard = 0;
+    mpp__guard = 0;
     errno = saved;
     return p;
 }
@@ -264,29 +269,39 @@ static void big_free(void *p) {
     if (atomic_load(&mode) == MODE_CHILD || !a) {
         atomic_fetch_add_explicit(&n_child_leaks, 1, memory_order_relaxed);
     } else {
-        t_guard = 1;
+        mpp__guard = 1;
         if (mp_arena_free(a, p) != MP_OK)   /* cannot happen; never guess: leak it */
             atomic_fetch_add_explicit(&n_arena_fail, 1, memory_order_relaxed);
-        t_guard = 0;
+        mpp__guard = 0;
     }
     errno = saved;
 }
 
 /* ---- the interposed functions ------------------------------------------------- */
 
+/* True when this call of the program is to be recorded (MEMPLAN_TRACE):
+ * one relaxed load when tracing is off. */
+static int recording(void) {
+    return atomic_load_explicit(&mpp__rec_on, memory_order_relaxed) && !mpp__guard;
+}
+
+/* Records an allocation returned to the program and passes it on. */
+static void *noted(void *p, size_t size) {
+    if (p && recording()) mpp__rec_alloc(p, size);
+    return p;
+}
+
 EXPORT void *malloc(size_t size) {
     if (!ready()) return boot_alloc(size, 16);
-    if (wants_arena(size, ARENA_ALIGN)) {
-        void *p = big_alloc(size);
-        if (p) return p;
-    }
-    return mpp__real.malloc(size);
+    void *p = wants_arena(size, ARENA_ALIGN) ? big_alloc(size) : NULL;
+    return noted(p ? p : mpp__real.malloc(size), size);
 }
 
 EXPORT void free(void *p) {
     size_t n;
     if (!p || is_boot(p)) return;
     if (!ready()) return;   /* only while dlsym runs on this thread: leak */
+    if (recording()) mpp__rec_free(p);   /* before the address can be reused */
     if (mpp__reg_get(p, &n, 1)) {
         big_free(p);
         return;
@@ -300,11 +315,9 @@ EXPORT void *calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (wants_arena(count * size, ARENA_ALIGN)) {
-        void *p = big_alloc(count * size);
-        if (p) return memset(p, 0, count * size);
-    }
-    return mpp__real.calloc(count, size);
+    void *p = wants_arena(count * size, ARENA_ALIGN) ? big_alloc(count * size) : NULL;
+    if (p) return noted(memset(p, 0, count * size), count * size);
+    return noted(mpp__real.calloc(count, size), count * size);
 }
 
 EXPORT void *realloc(void *p, size_t size) {
@@ -328,6 +341,7 @@ EXPORT void *realloc(void *p, size_t size) {
         free(p);
         return q;
     }
+    if (recording()) return mpp__rec_realloc(p, size);
     return mpp__real.realloc(p, size);
 }
 
@@ -346,51 +360,49 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
         if (!align_ok(align) || align % sizeof(void *)) return EINVAL;
         return (*out = boot_alloc(size, align)) ? 0 : ENOMEM;
     }
-    if (align_ok(align) && align % sizeof(void *) == 0 && wants_arena(size, align)) {
-        void *p = big_alloc(size);
-        if (p) {
-            *out = p;
-            return 0;
-        }
+    void *p = NULL;
+    if (align_ok(align) && align % sizeof(void *) == 0 && wants_arena(size, align))
+        p = big_alloc(size);
+    if (p) {
+        *out = p;
+    } else {
+        int r = mpp__real.posix_memalign(out, align, size);
+        if (r) return r;
     }
-    return mpp__real.posix_memalign(out, align, size);
+    noted(*out, size);
+    return 0;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t size) {
     if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
-    if (align_ok(align) && wants_arena(size, align)) {
-        void *p = big_alloc(size);
-        if (p) return p;
-    }
-    if (mpp__real.aligned_alloc) return mpp__real.aligned_alloc(align, size);
-    return mpp__real.memalign(align, size);
+    void *p = align_ok(align) && wants_arena(size, align) ? big_alloc(size) : NULL;
+    if (p) return noted(p, size);
+    if (mpp__real.aligned_alloc) return noted(mpp__real.aligned_alloc(align, size), size);
+    return noted(mpp__real.memalign(align, size), size);
 }
 
 EXPORT void *memalign(size_t align, size_t size) {
     if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
-    if (align_ok(align) && wants_arena(size, align)) {
-        void *p = big_alloc(size);
-        if (p) return p;
-    }
-    return mpp__real.memalign(align, size);
+    void *p = align_ok(align) && wants_arena(size, align) ? big_alloc(size) : NULL;
+    return noted(p ? p : mpp__real.memalign(align, size), size);
 }
 
 /* Page-aligned requests are above the arena's alignment: always forwarded. */
 EXPORT void *valloc(size_t size) {
     if (!ready()) return boot_alloc(size, 4096);
-    if (mpp__real.valloc) return mpp__real.valloc(size);
-    return mpp__real.memalign((size_t)sysconf(_SC_PAGESIZE), size);
+    if (mpp__real.valloc) return noted(mpp__real.valloc(size), size);
+    return noted(mpp__real.memalign((size_t)sysconf(_SC_PAGESIZE), size), size);
 }
 
 EXPORT void *pvalloc(size_t size) {
     if (!ready()) return boot_alloc(size, 4096);
-    if (mpp__real.pvalloc) return mpp__real.pvalloc(size);
+    if (mpp__real.pvalloc) return noted(mpp__real.pvalloc(size), size);
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     if (size > SIZE_MAX - pg) {
         errno = ENOMEM;
         return NULL;
     }
-    return mpp__real.memalign(pg, size ? (size + pg - 1) & ~(pg - 1) : pg);
+    return noted(mpp__real.memalign(pg, size ? (size + pg - 1) & ~(pg - 1) : pg), size);
 }
 
 EXPORT size_t malloc_usable_size(void *p) {
@@ -404,29 +416,6 @@ EXPORT size_t malloc_usable_size(void *p) {
 
 /* ---- configuration, fork, exit ---------------------------------------------- */
 
-/* Parses "123", "64K", "1M", "2G" (powers of 1024); 0 on a malformed value. */
-static int parse_size(const char *s, size_t *out) {
-    size_t v = 0;
-    if (!s || *s < '0' || *s > '9') return 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        if (v > (SIZE_MAX - 9) / 10) return 0;
-        v = v * 10 + (size_t)(*s - '0');
-    }
-    int sh = 0;
-    if (*s == 'k' || *s == 'K') sh = 10;
-    else if (*s == 'm' || *s == 'M') sh = 20;
-    else if (*s == 'g' || *s == 'G') sh = 30;
-    if (sh) s++;
-    if (*s || v > (SIZE_MAX >> sh)) return 0;
-    *out = v << sh;
-    return 1;
-}
-
-static void env_size(const char *name, size_t *dst) {
-    const char *s = getenv(name);
-    if (s && *s && !parse_size(s, dst)) say("memplan-preload: ignoring %s=%s\n", name, s);
-}
-
 static int env_flag(const char *name) {
     const char *s = getenv(name);
     return s && *s && strcmp(s, "0") != 0;
@@ -435,7 +424,7 @@ static int env_flag(const char *name) {
 static void env_copy(const char *name, char *dst, size_t cap) {
     const char *s = getenv(name);
     if (!s || !*s) return;
-    if (strlen(s) >= cap) say("memplan-preload: %s is too long, ignored\n", name);
+    if (strlen(s) >= cap) mpp__say("memplan-preload: %s is too long, ignored\n", name);
     else memcpy(dst, s, strlen(s) + 1);
 }
 
@@ -443,26 +432,29 @@ static void fork_prepare(void) { mpp__reg_lock(); }
 static void fork_parent(void) { mpp__reg_unlock(); }
 static void fork_child(void) {
     mpp__reg_unlock();
+    mpp__rec_fork_child();
     if (atomic_load(&mode) == MODE_ON) atomic_store(&mode, MODE_CHILD);
 }
 
 __attribute__((constructor)) static void preload_init(void) {
     if (!ready()) return;
-    t_guard = 1;
+    mpp__guard = 1;
     int off = env_flag("MEMPLAN_DISABLE");
-    env_size("MEMPLAN_THRESHOLD", &threshold);
+    mpp__env_size("MEMPLAN_THRESHOLD", &threshold, "64 KiB");
     if (threshold == 0) threshold = 1;
-    env_size("MEMPLAN_WARMUP", &warmup);
-    env_size("MEMPLAN_MAX_EDITS", &max_edits);
-    env_size("MEMPLAN_RELEARN", &relearn);
+    mpp__env_size("MEMPLAN_WARMUP", &warmup, "2");
+    mpp__env_size("MEMPLAN_MAX_EDITS", &max_edits, "2");
+    mpp__env_size("MEMPLAN_RELEARN", &relearn, "4");
     env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
     env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
     summary = env_flag("MEMPLAN_SUMMARY");
     const char *tr = getenv("MEMPLAN_TRIM");
     if (tr && strcmp(tr, "0") == 0) trim = 0;
     mpp__reg_set_verify(env_flag("MEMPLAN_VERIFY"));
-    if (!off && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;
-    t_guard = 0;
+    /* the handlers also stop a forked child's tracing: without them, no trace */
+    if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;
+    else mpp__rec_init();
+    mpp__guard = 0;
     atomic_store(&mode, off ? MODE_OFF : MODE_ON);
 }
 
@@ -477,7 +469,7 @@ static void add(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 
 #define U(x) ((unsigned long long)(x))
 
-static void write_stats(const mp_arena_stats_t *s) {
+static void write_stats(const mp_arena_stats_t *s, const mpp_why *w) {
     static char buf[4096];
     size_t n = 0, c = sizeof buf;
     add(buf, c, &n, "# memplan-preload stats\nthreshold %llu\nbig_requests %llu\n"
@@ -504,37 +496,79 @@ static void write_stats(const mp_arena_stats_t *s) {
         U(s->fb_unforeseen), U(s->fb_overlap), U(s->fb_too_large), U(s->fb_cross),
         U(s->fb_small), U(s->fb_passthrough), U(s->reoptimizations), U(s->detections),
         U(s->retired_regions), U(s->relearns));
+    add(buf, c, &n, "traced_events %llu\nunconfirmed_period %llu\ncandidate_iterations %llu\n"
+        "distinct_patterns %llu\nlongest_repeat %llu\nlongest_repeat_events %llu\n",
+        U(w->events), U(w->period), U(w->candidates), U(w->distinct), U(w->longest),
+        U(w->longest_events));
     int fd = strcmp(stats_path, "-") == 0 ? 2 : open(stats_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        say("memplan-preload: cannot write %s\n", stats_path);
+        mpp__say("memplan-preload: cannot write %s\n", stats_path);
         return;
     }
     (void)!write(fd, buf, n);
     if (fd != 2) close(fd);
 }
 
+/* "1.5 MiB", "1010 KiB", "64 KiB", "512 B": three significant digits, in a
+ * static buffer (one of four, so that a line can hold four). */
+static const char *human(uint64_t v) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static char buf[4][32];
+    static int k;
+    int u = 0;
+    double x = (double)v;
+    while (x >= 1024.0 && u < 6) x /= 1024.0, u++;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], u && x < 1000.0 ? "%.3g %s" : "%.0f %s", x, unit[u]);
+    return buf[k];
+}
+
+/* The one-line summary (docs/preload.md, "The summary"). */
+static void print_summary(int m, const mp_arena_stats_t *s) {
+    uint64_t fb = s->fb_interrupted + s->fb_unforeseen + s->fb_overlap + s->fb_too_large +
+                  s->fb_cross + s->fb_small + s->fb_passthrough;
+    mpp__say("memplan-preload: %s, threshold %s, %llu big requests: %llu from the arena, "
+             "%llu learning, %llu fallbacks (%llu too large, %llu cross, %llu unforeseen, "
+             "%llu overlap); %llu iterations of %llu requests, footprint %s (bound %s, learned "
+             "peak %s), %llu replans, %llu relearns, %llu overlaps\n",
+             m == MODE_OFF ? "disabled" : mp_arena_state_name(s->state), human(threshold),
+             U(n_big), U(s->served_arena), U(s->served_learning), U(fb), U(s->fb_too_large),
+             U(s->fb_cross), U(s->fb_unforeseen), U(s->fb_overlap), U(s->iterations),
+             U(s->iteration_length), human(s->planned_footprint), human(s->lower_bound),
+             human(s->learned_peak_bytes), U(s->reoptimizations), U(s->relearns),
+             U(mpp__reg_overlaps()));
+}
+
+/* The line saying why the arena is not replaying, if it is not. */
+static void print_why(int m, const mp_arena_t *a, const mpp_why *w) {
+    static char buf[512];
+    if (m == MODE_OFF) return;
+    if (!a && n_big == 0)
+        snprintf(buf, sizeof buf, "not replaying: no request of at least %s (MEMPLAN_THRESHOLD)",
+                 human(threshold));
+    else mpp__why_text(w, buf, sizeof buf);
+    if (buf[0]) mpp__say("memplan-preload: %s\n", buf);
+}
+
 __attribute__((destructor)) static void preload_fini(void) {
     int m = atomic_load(&mode);
-    if ((!summary && !stats_path[0]) || m == MODE_CHILD || !atomic_load(&resolved)) return;
-    t_guard = 1;
+    if (m == MODE_CHILD || !atomic_load(&resolved)) return;
+    mpp__rec_finish(summary);
+    if (!summary && !stats_path[0]) return;
+    mpp__guard = 1;
     mp_arena_stats_t s;
+    mpp_why w;
     memset(&s, 0, sizeof s);
+    memset(&w, 0, sizeof w);
     mp_arena_t *a = atomic_load(&arena);
-    if (a) mp_arena_stats(a, &s);   /* the arena stays: blocks may be live */
-    if (stats_path[0]) write_stats(&s);
-    if (summary) {
-        uint64_t fb = s.fb_interrupted + s.fb_unforeseen + s.fb_overlap + s.fb_too_large +
-                      s.fb_cross + s.fb_small + s.fb_passthrough;
-        say("memplan-preload: %s, threshold %llu, %llu big requests: %llu from the arena, "
-            "%llu learning, %llu fallbacks (%llu too large, %llu cross, %llu unforeseen, "
-            "%llu overlap); %llu iterations of %llu, footprint %llu (bound %llu, learned peak "
-            "%llu), %llu replans, %llu relearns, %llu overlaps\n",
-            m == MODE_OFF ? "disabled" : mp_arena_state_name(s.state), U(threshold),
-            U(n_big), U(s.served_arena), U(s.served_learning), U(fb), U(s.fb_too_large),
-            U(s.fb_cross), U(s.fb_unforeseen), U(s.fb_overlap), U(s.iterations),
-            U(s.iteration_length), U(s.planned_footprint), U(s.lower_bound),
-            U(s.learned_peak_bytes), U(s.reoptimizations), U(s.relearns),
-            U(mpp__reg_overlaps()));
+    if (a) {   /* the arena stays: blocks may be live */
+        mp_arena_stats(a, &s);
+        mpp__why_compute(a, &w);
     }
-    t_guard = 0;
+    if (stats_path[0]) write_stats(&s, &w);
+    if (summary) {
+        print_summary(m, &s);
+        print_why(m, a, &w);
+    }
+    mpp__guard = 0;
 }

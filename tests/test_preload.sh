@@ -1,29 +1,35 @@
 #!/bin/sh
-# tests/test_preload.sh SO PROG -- libmemplan-preload.so under real programs.
+# tests/test_preload.sh SO PROG [MEMPLAN] -- libmemplan-preload.so under real
+# programs.
 #
 # SO is the built libmemplan-preload.so, PROG the test program built from
-# tests/preload/prog.c.  Each case runs a program without LD_PRELOAD and
-# with it (and with MEMPLAN_DISABLE=1) and requires the same output and exit
-# status; under MEMPLAN_SUMMARY=1 / MEMPLAN_STATS it also requires that blocks
+# tests/preload/prog.c, MEMPLAN the CLI (default: memplan beside SO), which
+# reads back the traces written under MEMPLAN_TRACE.  Each case runs a
+# program without LD_PRELOAD and with it (and with MEMPLAN_DISABLE=1) and
+# requires the same output and exit status; under MEMPLAN_SUMMARY=1 / MEMPLAN_STATS it also requires that blocks
 # were served from the arena (replay happened), that the registry saw
 # 0 overlaps (MEMPLAN_VERIFY=1), and that glibc's cache was trimmed when
 # replay started (none with MEMPLAN_TRIM=0).  The programs: PROG (canaries, realloc,
 # calloc, alignments, threads, fork), Python with a small script and with
 # everything through the arena (MEMPLAN_THRESHOLD=1), and a torchvision
 # resnet18 inference loop (Debian's /usr/bin/python3 and python3-torch; a
-# missing torch is a failure: tests/run installs it).
+# missing torch is a failure: tests/run installs it).  PROG's loop mode is
+# also traced (MEMPLAN_TRACE) and read back by MEMPLAN, whose period must be
+# the loop's; its service mode and bad MEMPLAN_* values check the summary's
+# explanations and the messages word for word.
 #
 # An AddressSanitizer build of SO or PROG cannot be preloaded into an
 # uninstrumented program: then every case is skipped with a message
 # (neither passed nor failed).  The CMake target builds both without
 # sanitizers, so this only happens with hand-made builds.
 set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 LIBMEMPLAN-PRELOAD.so PROG" >&2
+if [ $# -ne 2 ] && [ $# -ne 3 ]; then
+    echo "usage: $0 LIBMEMPLAN-PRELOAD.so PROG [MEMPLAN]" >&2
     exit 2
 fi
 so=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 prog=$2
+memplan=${3:-$(dirname "$so")/memplan}   # the CLI, built beside the library
 py=/usr/bin/python3
 pass=0
 fail=0
@@ -132,8 +138,110 @@ run c5 $P MEMPLAN_STATS=- MEMPLAN_THRESHOLD=junk MEMPLAN_STRATEGY=greedy-size "$
 check "prog: stats on stderr (-), a bad threshold is ignored with a warning" sh -c "
     cmp -s '$tmp/c0.out' '$tmp/c5.out' &&
     grep -q '^served_arena ' '$tmp/c5.err' &&
-    grep -q 'ignoring MEMPLAN_THRESHOLD=junk' '$tmp/c5.err' &&
+    [ \"\$(grep -c '^memplan-preload: MEMPLAN_THRESHOLD=junk: ' '$tmp/c5.err')\" = 1 ] &&
     grep -qx 'threshold 65536' '$tmp/c5.err'"
+
+# ---- MEMPLAN_TRACE: the run as a trace, read back by memplan trace ----------
+# "prog loop 30": the weights (2 allocations), 30 iterations of 10
+# allocations and 10 frees (the first has no carried block to free: 9), the
+# teardown's 3 frees; 302 frees in all, and the period is one iteration, 20
+# events.  Whatever libc allocates for stdout may add allocations, no frees.
+# field NAME FILE: the value after NAME in `memplan trace stats|period` output
+field() { sed -n "s/^$1  *\([0-9]*\).*/\1/p" "$2"; }
+looped() {   # TAG: the trace of TAG read back: 302 frees, period 20, >= 29 iterations
+    "$memplan" trace stats "$tmp/$1.trace" >"$tmp/$1.stats" &&
+        "$memplan" trace period "$tmp/$1.trace" >"$tmp/$1.period" &&
+        [ "$(field frees "$tmp/$1.stats")" = 302 ] &&
+        [ "$(field allocations "$tmp/$1.stats")" -ge 302 ] &&
+        [ "$(field period "$tmp/$1.period")" = 20 ] &&
+        [ "$(field 'full iterations' "$tmp/$1.period")" -ge 29 ] ||
+        { cat "$tmp/$1.stats" "$tmp/$1.period" 2>/dev/null | sed 's/^/  /'; return 1; }
+}
+if [ ! -x "$memplan" ]; then
+    bad "trace: the memplan CLI is not at $memplan (give it as the third argument)"
+else
+    run l0 "$prog" loop 30
+    run l1 $P MEMPLAN_DISABLE=1 MEMPLAN_SUMMARY=1 MEMPLAN_TRACE="$tmp/l1.trace" "$prog" loop 30
+    check "trace: same output, tracing alone (MEMPLAN_DISABLE=1)" same l0 l1
+    check "trace: the file read back has the loop's period, 20 events" looped l1
+    check "trace: the summary names the file and its events" \
+        grep -qx "memplan-preload: trace $tmp/l1.trace: [0-9]* events" "$tmp/l1.err"
+    # shellcheck disable=SC2086
+    run l2 $P $V MEMPLAN_TRACE="$tmp/l2.trace" "$prog" loop 30
+    check "trace: same output while the arena replays" same l0 l2
+    check "trace: arena replaying, 0 overlaps" replayed l2
+    check "trace: the loop's period with the arena on too" looped l2
+    # MEMPLAN_TRACE_MIN=64K: the 8 blocks of an iteration at or above 64 KiB
+    # (4 allocations, 2 by realloc, 2 more), the 1 MiB weight: 241
+    # allocations, 241 frees, period 16 events
+    run l8 $P MEMPLAN_DISABLE=1 MEMPLAN_TRACE="$tmp/l8.trace" MEMPLAN_TRACE_MIN=64K "$prog" loop 30
+    check "trace: MEMPLAN_TRACE_MIN=64K keeps the big blocks, period 16" sh -c "
+        '$memplan' trace stats '$tmp/l8.trace' >'$tmp/l8.stats' &&
+        '$memplan' trace period '$tmp/l8.trace' >'$tmp/l8.period' &&
+        grep -qx 'allocations  *241' '$tmp/l8.stats' && grep -qx 'frees  *241' '$tmp/l8.stats' &&
+        grep -qx 'period  *16 events' '$tmp/l8.period'"
+    # threads and fork: the trace stays valid (memplan trace reads it)
+    run l3 $P MEMPLAN_TRACE="$tmp/l3.trace" "$prog"
+    check "trace: threads and fork: same output, a valid trace" sh -c "
+        cmp -s '$tmp/c0.out' '$tmp/l3.out' && '$memplan' trace stats '$tmp/l3.trace' >/dev/null"
+    # the bound: 0.1K = 102 events, a valid prefix, said even without the summary
+    run l4 $P MEMPLAN_TRACE="$tmp/l4.trace" MEMPLAN_TRACE_MAX=0.1K "$prog" loop 30
+    check "trace: MEMPLAN_TRACE_MAX=0.1K stops at 102 events and says so" sh -c "
+        cmp -s '$tmp/l0.out' '$tmp/l4.out' &&
+        grep -qxF 'memplan-preload: trace $tmp/l4.trace: recording stopped at MEMPLAN_TRACE_MAX=102 events; the file holds the run'\''s first 102 events' '$tmp/l4.err' &&
+        '$memplan' trace stats '$tmp/l4.trace' | grep -qx 'events  *102'"
+    run l5 $P MEMPLAN_TRACE="$tmp/nodir/t.trace" "$prog" loop 3
+    run l6 "$prog" loop 3
+    check "trace: an unwritable FILE is said, the program goes on" sh -c "
+        same() { cmp -s \"\$1\" \"\$2\"; }
+        same '$tmp/l5.out' '$tmp/l6.out' && same '$tmp/l5.rc' '$tmp/l6.rc' &&
+        grep -qxF 'memplan-preload: MEMPLAN_TRACE: not written: $tmp/nodir/t.trace: No such file or directory' '$tmp/l5.err'"
+    mkdir "$tmp/pid"
+    run l7 $P MEMPLAN_TRACE="$tmp/pid/p.%p.trace" "$prog" loop 3
+    check "trace: %p in FILE is the process id" sh -c "
+        ls '$tmp/pid' | grep -qx 'p\.[0-9][0-9]*\.trace' && [ \"\$(ls '$tmp/pid' | wc -l)\" = 1 ]"
+fi
+
+# ---- the summary: sizes, why the arena did not engage; values with units ----
+# shellcheck disable=SC2086
+run s1 $P MEMPLAN_SUMMARY=1 "$prog" loop 30
+check "summary: sizes in KiB/MiB" sh -c "
+    grep -q '^memplan-preload: replaying, threshold 64 KiB, .* footprint [0-9.]* [KM]iB (bound [0-9.]* [KM]iB, learned peak [0-9.]* [KM]iB)' '$tmp/s1.err'"
+# The service: 40 requests, each 4 allocations and 4 frees of >= 80 KiB, at
+# four batch sizes, never three alike in a row, plus the weights' allocation
+# and free: 322 traced events; the first request is the warm-up before the
+# live bytes first fall back to the weights, so 39 candidate iterations.
+run s2 $P MEMPLAN_SUMMARY=1 "$prog" service
+run s0 "$prog" service
+check "summary: the service's output is unchanged" same s0 s2
+check "summary: why the service never replays" grep -qxF \
+    'memplan-preload: not replaying: no period in 322 traced events; 39 candidate iterations (cut where the live bytes fall to their low) in 4 distinct patterns, the longest repeat 2 alike in a row (8 events each; replay needs 3 in a row)' \
+    "$tmp/s2.err"
+run s3 $P MEMPLAN_SUMMARY=1 MEMPLAN_THRESHOLD=1G "$prog" loop 3
+check "summary: no request reached MEMPLAN_THRESHOLD=1G" grep -qxF \
+    'memplan-preload: not replaying: no request of at least 1 GiB (MEMPLAN_THRESHOLD)' "$tmp/s3.err"
+run s4 $P MEMPLAN_SUMMARY=1 "$prog" loop 3
+check "summary: three iterations: a period, not confirmed yet" grep -qx \
+    'memplan-preload: not replaying yet: a period of [0-9]* events repeats 3 times from event 1, not confirmed yet (docs/arena.md, Confirmation)' \
+    "$tmp/s4.err"
+# units: K M G T, KiB ... powers of 1024; KB MB ... powers of 1000; fractions
+for u in 1.5K:1536 64KB:64000 2GiB:2147483648 0.5m:524288 1.25MB:1250000 7:7; do
+    run u $P MEMPLAN_STATS="$tmp/u.txt" MEMPLAN_THRESHOLD="${u%%:*}" "$prog" loop 3
+    check "units: MEMPLAN_THRESHOLD=${u%%:*} is ${u#*:} bytes" sh -c "
+        [ \"\$(sed -n 's/^threshold //p' '$tmp/u.txt')\" = ${u#*:} ] && [ ! -s '$tmp/u.err' ]"
+done
+forms='accepted forms: 123, 64K, 1.5M, 2GiB, 10MB (K M G T and KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000)'
+run b1 $P MEMPLAN_STATS="$tmp/b1.txt" MEMPLAN_THRESHOLD="64 KiB" MEMPLAN_WARMUP=1.5 \
+    MEMPLAN_RELEARN=99999999999T MEMPLAN_TRACE_MAX=lots MEMPLAN_TRACE="$tmp/b1.trace" \
+    "$prog" loop 3
+check "units: bad values named once with the accepted forms; defaults used" sh -c "
+    cmp -s '$tmp/l6.out' '$tmp/b1.out' &&
+    grep -qxF 'memplan-preload: MEMPLAN_THRESHOLD=64 KiB: not a whole number or a number with a unit; $forms; using the default, 64 KiB' '$tmp/b1.err' &&
+    grep -qxF 'memplan-preload: MEMPLAN_WARMUP=1.5: not a whole number or a number with a unit; $forms; using the default, 2' '$tmp/b1.err' &&
+    grep -qxF 'memplan-preload: MEMPLAN_RELEARN=99999999999T: too large; $forms; using the default, 4' '$tmp/b1.err' &&
+    grep -qxF 'memplan-preload: MEMPLAN_TRACE_MAX=lots: not a whole number or a number with a unit; $forms; using the default, 4M (4194304 events)' '$tmp/b1.err' &&
+    [ \"\$(wc -l <'$tmp/b1.err')\" = 4 ] &&
+    [ \"\$(sed -n 's/^threshold //p' '$tmp/b1.txt')\" = 65536 ]"
 
 # ---- Python ----------------------------------------------------------------
 pysmall='import json, zlib

@@ -12,7 +12,17 @@
  *
  * Output: "checksum HEX" (depends only on the computed data, never on
  * addresses or thread timing) and "errors N".  Exit 0 when N is 0.
- * The same output is expected with and without LD_PRELOAD. */
+ * The same output is expected with and without LD_PRELOAD.
+ *
+ * Two smaller modes for the trace and summary tests:
+ *   prog loop N     the weights, then N iterations of the loop below on
+ *                   one thread (20 malloc-family events each, the first
+ *                   19: it has no carried block to free), then frees;
+ *   prog service    a toy inference service: the weights, then 40
+ *                   requests at batch sizes 1, 2, 4 and 8 in the fixed
+ *                   order of SERVICE_ORDER (no stretch of 6 requests twice,
+ *                   never three alike in a row), each allocating and
+ *                   freeing 4 blocks: 8 events, all at least 80 KiB. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -139,6 +149,34 @@ static void iteration(ctx *c, int it, uint32_t tag, size_t big) {
     if (old >= 0) drop(c, old);
 }
 
+/* Batch size 2^digit of each request of the service mode. */
+#define SERVICE_ORDER "0122320212210330013031011020323203212233"
+
+/* One request at batch size b: an input and three layers, each layer's
+ * output allocated before the previous one is freed, the last one freed. */
+static void request(ctx *c, int r, size_t b) {
+    uint32_t s = 7000u + (uint32_t)r * 16u;
+    add(c, malloc(b * 80 * 1024), b * 80 * 1024, s, 16);
+    for (uint32_t l = 1; l <= 3; l++) {
+        size_t n = b * (64 + 32 * l) * 1024;
+        add(c, malloc(n), n, s + l, 16);
+        drop(c, find(c, s + l - 1));
+    }
+    drop(c, find(c, s + 3));
+}
+
+/* The loop or service mode of the header on ctx c. */
+static void small_mode(ctx *c, const char *what, int iters) {
+    add(c, malloc(1 << 20), 1 << 20, 7, 16);
+    add(c, malloc(40), 40, 8, 16);
+    if (!strcmp(what, "loop")) {
+        for (int it = 0; it < iters; it++) iteration(c, it, 1, 1024);
+    } else {
+        for (int r = 0; SERVICE_ORDER[r]; r++) request(c, r, (size_t)1 << (SERVICE_ORDER[r] - '0'));
+    }
+    while (c->nlive) drop(c, 0);
+}
+
 static void *worker(void *arg) {
     ctx *c = arg;
     uint32_t tag = (uint32_t)c->sum;
@@ -148,9 +186,16 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     static ctx main_ctx, th[4];
     ctx *c = &main_ctx;
+    if (argc == 3 && !strcmp(argv[1], "loop")) small_mode(c, "loop", atoi(argv[2]));
+    else if (argc == 2 && !strcmp(argv[1], "service")) small_mode(c, "service", 0);
+    else if (argc != 1) c->errors++;
+    if (argc != 1) {
+        printf("checksum %016llx\nerrors %lu\n", (unsigned long long)c->sum, c->errors);
+        return c->errors ? 1 : 0;
+    }
     /* long-lived "weights" allocated before the loop */
     add(c, malloc(1 << 20), 1 << 20, 7, 16);
     add(c, malloc(40), 40, 8, 16);
