@@ -51,6 +51,9 @@ void mp__human_bytes(char *out, size_t cap, double v) {
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int k = 0;
     while (v >= 1024.0 && k < 6) v /= 1024.0, k++;
-    snprintf(out, cap, k ? "%.3g %s" : "%.0f %s", v, unit[k]);
+    /* Three significant digits, but never an exponent: 1000..1023 of a
+     * unit print as "1010 KiB", not "1.01e+03 KiB". */
+    snprintf(out, cap, !k ? "%.0f %s" : v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v,
+             unit[k]);
 }
 
