@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-from memplan import graphs, lib, recompute   # noqa: E402
+from memplan import graphs, lib, recompute, swap   # noqa: E402
 
 MEMPLAN = os.environ.get("MEMPLAN", os.path.join(ROOT, "build", "memplan"))
 CORPUS = os.path.join(ROOT, "bench", "corpus")
@@ -48,7 +48,7 @@ class Doctests(unittest.TestCase):
     def test_module_examples(self):
         globs = {"CORPUS": CORPUS}
         flags = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
-        for mod in (lib, graphs, recompute):
+        for mod in (lib, graphs, recompute, swap):
             res = doctest.testmod(mod, extraglobs=globs, optionflags=flags, verbose=False)
             self.assertGreater(res.attempted, 3, mod.__name__)
             self.assertEqual(res.failed, 0, mod.__name__)
@@ -205,6 +205,26 @@ class AgainstCLI(unittest.TestCase):
                               fit["candidates"]), frac)
             self.assertEqual(plan.policy, js["policies"][0]["plan"])
         self.assertTrue(calls and calls[-1][0] == calls[-1][1])
+
+
+class SwapAgainstCLI(unittest.TestCase):
+    def test_every_score_both_modes(self):
+        path = os.path.join(CORPUS, "inference", "squeezenet1_1.graph.json.gz")
+        it = swap.Iteration.from_graph(lib.Graph.load(path), device="v100")
+        js = json.loads(cli("swap", "--json", "--device", "v100", "--link", "pcie4", path).stdout)
+        self.assertEqual(it.load_min(), js["load_min"])
+        limit = (js["peak"] + js["load_min"]) // 2
+        jl = json.loads(cli("swap", "--json", "--device", "v100", "--link", "pcie4", "--mode",
+                            "limit", "--limit", str(limit), path).stdout)
+        for row, lrow in zip(js["scores"], jl["scores"]):
+            items, sim = it.select(score=row["score"], link="pcie4")
+            self.assertEqual((len(items), sim.peak, sim.stall_ns),
+                             (row["swapped"], row["peak"], row["stall_ns"]), row["score"])
+            again = it.simulate(items, link="pcie4")
+            self.assertEqual((again.peak, again.stall_ns), (sim.peak, sim.stall_ns))
+            items, sim = it.select(mode="limit", limit=limit, score=row["score"], link="pcie4")
+            self.assertEqual((len(items), sim.peak, sim.limit_met),
+                             (lrow["swapped"], lrow["peak"], lrow["limit_met"]), row["score"])
 
 
 class Execution(unittest.TestCase):
