@@ -217,8 +217,8 @@ def fit(model, inputs, budget, loss_fn=None, name="model", attempts=4, verify=Tr
         excess = max(excess, peak - pick.peak)
     least = min(cands, key=lambda c: c.peak)
     what = (f"the smallest measured peak was {best[0]} bytes" if best else
-            f"the smallest planned peak is {least.peak} bytes (+{excess} measured outside "
-            f"the plan)")
+            f"the smallest planned peak is {least.peak} bytes ({excess:+d} bytes measured "
+            f"beside the plan)")
     raise BudgetError(f"budget {budget} bytes cannot be met by checkpointing {name}: {what}",
                       best[0] if best else least.peak + excess)
 
