@@ -892,6 +892,10 @@ void mp_exec_result_free(mp_exec_result_t *r);
  * chain dynamic program, the budget contract (src/remat/) */
 #include "memplan_remat.h"
 
+/* the exact offset planner: optimal plans with a proof, or a proven gap
+ * (src/exact/) */
+#include "memplan_exact.h"
+
 /* swapping: timed iterations, the transfer model, the simulator, AutoSwap's
  * scores and selection (src/swap/) */
 #include "memplan_swap.h"

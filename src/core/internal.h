@@ -90,6 +90,7 @@ mp_status mp__offsets_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *of
 mp_status mp__offsets_smartpool_bestfit(const mp_buffer_t *b, size_t n, uint64_t *offset);
 mp_status mp__offsets_smartpool_firstfit(const mp_buffer_t *b, size_t n, uint64_t *offset);
 mp_status mp__offsets_inorder(const mp_buffer_t *b, size_t n, uint64_t *offset);
+mp_status mp__offsets_exact(const mp_buffer_t *b, size_t n, uint64_t *offset); /* src/exact/ */
 
 mp_status mp__objects_naive(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
 mp_status mp__objects_greedy_size(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);

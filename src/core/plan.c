@@ -40,6 +40,10 @@ static const mp__strategy registry[] = {
         "assignment as a min-cost flow (TFLite GPU delegate)", 5000),
     {{"auto", MP_KIND_META, "memplan",
       "runs the offset strategies, keeps the smallest (ties: first)", 0}, NULL, NULL, false},
+    /* After "auto", whose plan it starts from. */
+    {{"exact", MP_KIND_OFFSETS, "memplan; canonical search after MiniMalloc (Moffitt 2024)",
+      "exact search from auto's plan: optimal or a proven gap (MEMPLAN_EXACT_TIME, _NODES)",
+      40}, mp__offsets_exact, NULL, false},
 };
 
 #define N_STRATEGIES (sizeof registry / sizeof registry[0])

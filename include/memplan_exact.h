@@ -1,0 +1,106 @@
+/* memplan_exact.h -- the exact offset planner: smallest footprints with a
+ * proof (src/exact/).  Included by memplan.h; not meant to be included alone.
+ *
+ * Offset planning (Dynamic Storage Allocation) is NP-hard, so the heuristic
+ * strategies can only say "optimal" when a plan meets the max-live-bytes
+ * bound.  The exact search decides "do these buffers fit in C bytes?" by a
+ * branch and bound over canonical plans (every buffer on the top of a buffer
+ * below it or at 0, placed in non-decreasing offset order, as in MiniMalloc,
+ * Moffitt, ASPLOS 2024) with per-section inference, dominance rules and a
+ * table of failed states, and minimises the footprint from the best
+ * heuristic plan down.  Independent parts of the problem (no buffer live
+ * across a cut in time) are solved separately.  It stops at a node or time
+ * limit and then reports the gap it has proved.  docs/exact.md describes the
+ * search and its results.
+ *
+ * Usage:
+ *
+ *     mp_exact_opts_t o;  mp_exact_opts_default(&o);
+ *     o.time_limit = 10;                       // seconds
+ *     mp_plan_t plan;  mp_exact_report_t r;
+ *     if (mp_exact_solve(b, n, &o, &plan, &r) != MP_OK) return fail(mp_last_error());
+ *     if (r.status == MP_EXACT_OPTIMAL) printf("optimal: %llu\n", r.footprint);
+ *     else printf("within [%llu, %llu]\n", r.lower_bound, r.footprint);
+ *     mp_plan_free(&plan);
+ *
+ * The strategy "exact" of the registry is mp_exact_solve with the default
+ * options; its limits come from the environment (see mp_exact_opts_default).
+ */
+#ifndef MEMPLAN_EXACT_H
+#define MEMPLAN_EXACT_H
+
+#ifndef MEMPLAN_H
+#error "include memplan.h, not memplan_exact.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mp_exact_opts_t {
+    double time_limit;   /* seconds of wall time for the whole call; <= 0: none */
+    uint64_t node_limit; /* search nodes for the whole call; 0: none */
+    uint64_t nodes_per_buffer; /* a node limit of this many per buffer, kept
+                            between 10^4 and 10^6; 0: none.  With both node
+                            limits, the smaller applies. */
+    uint64_t capacity;   /* 0: minimise the footprint; otherwise only decide
+                            whether the buffers fit in capacity bytes */
+    int no_heuristics;   /* 1: start from the naive plan instead of "auto"'s
+                            (for testing the search alone) */
+} mp_exact_opts_t;
+
+/* Fills the defaults of the strategy "exact": capacity 0 (minimise),
+ * heuristics on, time_limit from the environment variable
+ * MEMPLAN_EXACT_TIME (seconds, default 5), and a node limit: the number in
+ * MEMPLAN_EXACT_NODES when it is set (0: none), else 2000 nodes per buffer
+ * (nodes_per_buffer).  Node limits make the result the same on every
+ * machine, as long as the time limit is not reached first. */
+void mp_exact_opts_default(mp_exact_opts_t *o);
+
+typedef enum mp_exact_status {
+    MP_EXACT_OPTIMAL = 0, /* minimise: footprint == lower_bound, proven optimal */
+    MP_EXACT_GAP = 1,     /* minimise: a limit stopped it; lower_bound < footprint */
+    MP_EXACT_FITS = 2,    /* decide: the plan fits in the capacity */
+    MP_EXACT_NO_FIT = 3,  /* decide: proven that no plan fits (lower_bound > capacity) */
+    MP_EXACT_UNKNOWN = 4  /* decide: a limit stopped it before an answer */
+} mp_exact_status;
+
+/* Name of a status: "optimal", "gap", "fits", "no-fit", "unknown". */
+const char *mp_exact_status_name(mp_exact_status s);
+
+typedef struct mp_exact_report_t {
+    mp_exact_status status;
+    uint64_t footprint;   /* of the plan returned */
+    uint64_t lower_bound; /* proven: no valid plan has a smaller footprint */
+    uint64_t load_bound;  /* max over time of live bytes (mp_bounds_t.offsets) */
+    uint64_t start;       /* footprint of the plan the search started from */
+    const char *start_strategy; /* the heuristic that made it */
+    uint64_t nodes;       /* search nodes visited */
+    double seconds;       /* wall time of the call */
+    size_t parts;         /* independent parts (cuts in time) */
+    size_t parts_open;    /* parts whose optimum is not proven (minimise) or
+                             whose answer is unknown (decide) */
+    int hit_limit;        /* 1 when a node or time limit stopped the search */
+} mp_exact_report_t;
+
+/* Plans n buffers with the exact search and fills *out (free with
+ * mp_plan_free) with the best plan found; report may be NULL.  Minimising,
+ * the plan is never larger than "auto"'s (unless no_heuristics).  Deciding,
+ * the plan fits in the capacity when the status is MP_EXACT_FITS and is
+ * the best plan found otherwise.  The problem is validated first; a limit
+ * reached is no error.  On failure *out is zeroed. */
+mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
+                         mp_plan_t *out, mp_exact_report_t *report);
+
+/* A lower bound on every plan's footprint, at least mp_bounds_t.offsets,
+ * raised by exact searches on small sub-problems (the largest buffers, the
+ * buffers around the fullest times) within the limits of opts (NULL: the
+ * defaults; capacity is ignored). */
+mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
+                               uint64_t *lower_bound);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMPLAN_EXACT_H */

@@ -1,0 +1,260 @@
+/* api.c -- mp_exact_solve, the strategy "exact", options and reports.
+ *
+ * The driver: validate and normalize; take "auto"'s plan as the start (so
+ * the result is never worse than any heuristic it runs) and the max-load
+ * bound; stop there when they meet.  Otherwise cut the problem into
+ * independent parts (solve.c minimises one part), and run rounds of
+ * searches over the parts that can still matter -- those whose best plan is
+ * above the largest proven lower bound of any part, since the footprint is
+ * the largest part's -- doubling the node budget each round, until every
+ * part is closed or a limit is reached.  Parts above MP__X_MAX_N buffers
+ * keep their heuristic plan (their search model takes O(n^2) memory). */
+#include "exact.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MP__X_MAX_N 3000
+#define MP__X_FIRST_BUDGET 1000
+#define MP__X_UNIT 1000
+
+const char *mp_exact_status_name(mp_exact_status s) {
+    switch (s) {
+    case MP_EXACT_OPTIMAL: return "optimal";
+    case MP_EXACT_GAP: return "gap";
+    case MP_EXACT_FITS: return "fits";
+    case MP_EXACT_NO_FIT: return "no-fit";
+    case MP_EXACT_UNKNOWN: return "unknown";
+    }
+    return "?";
+}
+
+static double env_double(const char *name, double dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    double d = strtod(v, &end);
+    return *end || d != d ? dflt : d;
+}
+
+void mp_exact_opts_default(mp_exact_opts_t *o) {
+    memset(o, 0, sizeof *o);
+    o->time_limit = env_double("MEMPLAN_EXACT_TIME", 5.0);
+    double nodes = env_double("MEMPLAN_EXACT_NODES", -1);
+    if (nodes < 0) o->nodes_per_buffer = 2000;
+    else o->node_limit = nodes >= 1.8e19 ? UINT64_MAX : (uint64_t)nodes;
+}
+
+/* The node limit of a call on n buffers (0: none). */
+static uint64_t node_limit(const mp_exact_opts_t *o, size_t n) {
+    uint64_t lim = o->node_limit;
+    if (o->nodes_per_buffer) {
+        uint64_t per = (uint64_t)n > UINT64_MAX / o->nodes_per_buffer ? UINT64_MAX
+                                                                       : n * o->nodes_per_buffer;
+        per = mp__min64(mp__max64(per, 10000), 1000000);
+        lim = lim ? mp__min64(lim, per) : per;
+    }
+    return lim;
+}
+
+/* The state of one call: the parts and their solvers. */
+typedef struct run {
+    const mp_buffer_t *b;
+    size_t n;
+    const mp_exact_opts_t *o;
+    mp__xlimit lim;
+    size_t *idx, *at, n_parts;
+    mp__xsolver *sv;          /* per part; part.n == 0 when not searched */
+    uint64_t *lo, *hi;        /* per part */
+    uint64_t *off;            /* the whole plan */
+} run;
+
+static void run_free(run *r) {
+    for (size_t k = 0; r->sv && k < r->n_parts; k++) mp__xsolver_free(&r->sv[k]);
+    free(r->idx), free(r->at), free(r->sv), free(r->lo), free(r->hi);
+}
+
+/* Builds each part's solver from the start plan r->off. */
+static mp_status setup_parts(run *r) {
+    mp_status s = mp__xsplit(r->b, r->n, &r->idx, &r->at, &r->n_parts);
+    if (s != MP_OK) return s;
+    size_t np = r->n_parts ? r->n_parts : 1;
+    r->sv = calloc(np, sizeof *r->sv);
+    r->lo = calloc(np, sizeof *r->lo);
+    r->hi = calloc(np, sizeof *r->hi);
+    uint64_t *start = malloc((r->n ? r->n : 1) * sizeof *start);
+    if (!r->sv || !r->lo || !r->hi || !start) s = MP__NOMEM();
+    for (size_t k = 0; s == MP_OK && k < r->n_parts; k++) {
+        const size_t *g = r->idx + r->at[k];
+        size_t m = r->at[k + 1] - r->at[k];
+        mp__xpart p;
+        if (m > MP__X_MAX_N) { /* not searched: its own footprint and load */
+            uint64_t f = 0;
+            for (size_t i = 0; i < m; i++) f = mp__max64(f, r->off[g[i]] + r->b[g[i]].size);
+            r->hi[k] = f;
+            mp_buffer_t *sub = malloc(m * sizeof *sub);
+            if (!sub) { s = MP__NOMEM(); break; }
+            for (size_t i = 0; i < m; i++) sub[i] = r->b[g[i]];
+            s = mp__offsets_bound(sub, m, &r->lo[k]);
+            free(sub);
+            continue;
+        }
+        if ((s = mp__xpart_build(r->b, g, m, &p)) != MP_OK) break;
+        for (size_t i = 0; i < m; i++) start[i] = r->off[g[i]];
+        if ((s = mp__xsolver_init(&r->sv[k], &p, start, p.load)) != MP_OK) {
+            mp__xpart_free(&p);
+            break;
+        }
+        r->lo[k] = r->sv[k].lo, r->hi[k] = r->sv[k].hi;
+    }
+    free(start);
+    return s;
+}
+
+static uint64_t max_of(const uint64_t *x, size_t n) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < n; i++) m = mp__max64(m, x[i]);
+    return m;
+}
+
+/* The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... (i >= 1). */
+static uint64_t luby(uint64_t i) {
+    for (;;) {
+        uint64_t k = 1;
+        while (((uint64_t)1 << k) - 1 < i) k++;
+        if (i == ((uint64_t)1 << k) - 1) return (uint64_t)1 << (k - 1);
+        i -= ((uint64_t)1 << (k - 1)) - 1;
+    }
+}
+
+/* Minimising: restarts with Luby budgets over the parts that can still
+ * lower the footprint, alternating searches at the bound and improving
+ * ones. */
+static mp_status minimise(run *r) {
+    mp_status s = MP_OK;
+    for (uint64_t i = 1; s == MP_OK && !r->lim.hit; i++) {
+        uint64_t g = max_of(r->lo, r->n_parts), budget = MP__X_UNIT * luby(i);
+        bool open = false;
+        for (size_t k = 0; s == MP_OK && k < r->n_parts && !r->lim.hit; k++) {
+            mp__xsolver *v = &r->sv[k];
+            if (!v->part.n || r->hi[k] <= mp__xsolver_target(v, g)) continue;
+            open = true;
+            s = mp__xsolver_step(v, g, i % 2 == 0, budget, &r->lim);
+            r->lo[k] = v->lo, r->hi[k] = v->hi;
+            g = mp__max64(g, v->lo);
+        }
+        if (!open) break;
+    }
+    return s;
+}
+
+/* Deciding capacity cap: each part above it searched at cap until known. */
+static mp_status decide(run *r, uint64_t cap) {
+    mp_status s = MP_OK;
+    for (uint64_t budget = MP__X_FIRST_BUDGET; s == MP_OK && !r->lim.hit; budget *= 2) {
+        bool open = false;
+        for (size_t k = 0; s == MP_OK && k < r->n_parts && !r->lim.hit; k++) {
+            mp__xsolver *v = &r->sv[k];
+            if (r->hi[k] <= cap || r->lo[k] > cap || !v->part.n) continue;
+            mp__xanswer a;
+            s = mp__xsolver_decide(v, cap, budget, &r->lim, &a);
+            r->lo[k] = v->lo, r->hi[k] = v->hi;
+            if (a == MP__X_NO) return s; /* one part that cannot fit settles it */
+            open |= a == MP__X_UNKNOWN;
+        }
+        if (!open) break;
+        if (budget > UINT64_MAX / 4) budget = UINT64_MAX / 4;
+    }
+    return s;
+}
+
+/* Writes the parts' best plans into r->off. */
+static void collect(run *r) {
+    for (size_t k = 0; k < r->n_parts; k++) {
+        const mp__xsolver *v = &r->sv[k];
+        for (size_t i = 0; i < v->part.n; i++) r->off[v->part.gid[i]] = v->best[i];
+    }
+}
+
+/* The whole call on a normalized problem: off[] receives the plan. */
+static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o,
+                           uint64_t *off, mp_exact_report_t *rep) {
+    double t0 = mp__xnow();
+    run r = {.b = b, .n = n, .o = o, .off = off};
+    r.lim.node_limit = node_limit(o, n);
+    r.lim.deadline = o->time_limit > 0 ? t0 + o->time_limit : 0;
+    memset(rep, 0, sizeof *rep);
+    mp_plan_t start = {0};
+    mp_auto_report_t ar = {0};
+    mp_status s = MP_OK;
+    if (!o->no_heuristics && n) {
+        s = mp__auto(b, n, &start, &ar);
+        if (s == MP_OK) memcpy(off, start.offset, n * sizeof *off);
+        rep->start_strategy = ar.winner;
+        mp_plan_free(&start);
+    } else {
+        s = mp__offsets_naive(b, n, off);
+        rep->start_strategy = "naive";
+    }
+    if (s == MP_OK) s = mp__offsets_bound(b, n, &rep->load_bound);
+    if (s != MP_OK) return s;
+    rep->start = mp__footprint(b, n, off);
+    uint64_t cap = o->capacity;
+    bool settled = cap ? rep->start <= cap || rep->load_bound > cap : rep->start == rep->load_bound;
+    if (!settled) s = setup_parts(&r);
+    if (!settled && s == MP_OK) s = cap ? decide(&r, cap) : minimise(&r);
+    if (s != MP_OK) {
+        run_free(&r);
+        return s;
+    }
+    if (!settled) collect(&r);
+    rep->parts = settled ? 0 : r.n_parts;
+    rep->lower_bound = settled ? rep->load_bound : mp__max64(rep->load_bound, max_of(r.lo, r.n_parts));
+    rep->footprint = mp__footprint(b, n, off);
+    for (size_t k = 0; !settled && k < r.n_parts; k++)
+        rep->parts_open += cap ? r.hi[k] > cap && r.lo[k] <= cap : r.hi[k] > rep->lower_bound;
+    if (cap) {
+        rep->status = rep->footprint <= cap ? MP_EXACT_FITS
+                      : rep->lower_bound > cap ? MP_EXACT_NO_FIT : MP_EXACT_UNKNOWN;
+        if (rep->status != MP_EXACT_UNKNOWN) rep->parts_open = 0;
+    } else {
+        rep->status = rep->footprint == rep->lower_bound ? MP_EXACT_OPTIMAL : MP_EXACT_GAP;
+    }
+    rep->nodes = r.lim.nodes;
+    rep->hit_limit = r.lim.hit;
+    rep->seconds = mp__xnow() - t0;
+    run_free(&r);
+    return s;
+}
+
+mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
+                         mp_plan_t *out, mp_exact_report_t *report) {
+    if (!out) return mp__err(MP_EINVAL, "mp_exact_solve: NULL plan");
+    memset(out, 0, sizeof *out);
+    mp_exact_opts_t o;
+    if (opts) o = *opts;
+    else mp_exact_opts_default(&o);
+    mp_status s = mp_problem_validate(b, n);
+    mp_buffer_t *nb = NULL;
+    if (s == MP_OK) s = mp__normalize(b, n, &nb);
+    uint64_t *off = s == MP_OK ? calloc(n ? n : 1, sizeof *off) : NULL;
+    if (s == MP_OK && !off) s = MP__NOMEM();
+    mp_exact_report_t rep;
+    if (s == MP_OK) s = exact_run(nb, n, &o, off, &rep);
+    free(nb);
+    if (s != MP_OK) {
+        free(off);
+        return s;
+    }
+    *out = (mp_plan_t){.n = n, .offset = off, .footprint = rep.footprint, .strategy = "exact"};
+    if (report) *report = rep;
+    return MP_OK;
+}
+
+/* The registry's "exact": mp_exact_solve with the default options. */
+mp_status mp__offsets_exact(const mp_buffer_t *b, size_t n, uint64_t *offset) {
+    mp_exact_opts_t o;
+    mp_exact_opts_default(&o);
+    mp_exact_report_t rep;
+    return exact_run(b, n, &o, offset, &rep);
+}

@@ -1,0 +1,161 @@
+/* exact.h -- private interface of the exact offset search (src/exact/).
+ *
+ * The pieces, one file each:
+ *   part.c    a normalized problem cut into independent parts, each with its
+ *             time sections, overlap lists and static orders
+ *   search.c  the decision "does part p fit in capacity C?" by depth-first
+ *             search over canonical plans, with inference and dominance
+ *   memo.c    the table of states proven to fail (transpositions)
+ *   solve.c   minimisation of one part: restarts, bisection, limits
+ *   bound.c   lower bounds from exact searches on sub-problems
+ *   api.c     mp_exact_solve, the strategy "exact", options and reports
+ */
+#ifndef MP_EXACT_INTERNAL_H
+#define MP_EXACT_INTERNAL_H
+
+#include "../core/internal.h"
+
+#define MP__XNONE UINT32_MAX
+
+/* ---- parts (part.c) ------------------------------------------------------ */
+
+/* One independent part: buffers 0..n-1 (local numbers), live in time
+ * sections sf[i]..sl[i] (inclusive indices of the elementary intervals
+ * between the part's event points).  Two buffers conflict iff their section
+ * ranges meet; adj lists each buffer's conflicting buffers (CSR). */
+typedef struct mp__xpart {
+    size_t n, ns;
+    size_t *gid;           /* local -> index in the whole problem */
+    uint64_t *size;        /* aligned size */
+    uint64_t *align;       /* >= 1 */
+    uint32_t *sf, *sl;
+    size_t *adj_at;        /* n + 1 entries */
+    uint32_t *adj;
+    uint64_t load;         /* max over sections of live bytes: a lower bound */
+    uint64_t unit;         /* gcd of sizes and alignments > 1: every canonical
+                              offset and footprint is a multiple of it */
+} mp__xpart;
+
+/* Builds the part of the normalized problem b made of the m buffers idx[]
+ * (in that local order).  MP_ENOMEM only. */
+mp_status mp__xpart_build(const mp_buffer_t *b, const size_t *idx, size_t m, mp__xpart *p);
+void mp__xpart_free(mp__xpart *p);
+
+/* Splits the normalized problem into maximal groups of buffers connected by
+ * overlapping lifetimes: *idx is the buffers grouped part by part (each
+ * group sorted by first time, then index), *at the n_parts + 1 group starts.
+ * O(n log n).  Free both with free(). */
+mp_status mp__xsplit(const mp_buffer_t *b, size_t n, size_t **idx, size_t **at, size_t *n_parts);
+
+/* Static order number k of a part into order[0..n) (a permutation): 0 by
+ * size, 1 by lifetime, 2 by area, 3 by first section, all decreasing with
+ * ties by the next key; k >= 4 perturbs order k % 4 with a seed from k. */
+void mp__xorder(const mp__xpart *p, unsigned k, const double *weight, uint32_t *order,
+                double *scratch);
+
+/* ---- limits shared by the searches of one call ---------------------------- */
+
+typedef struct mp__xlimit {
+    uint64_t nodes;        /* visited so far */
+    uint64_t node_limit;   /* 0: none */
+    double deadline;       /* mp__xnow() value, 0: none */
+    bool hit;              /* a node or time limit stopped a search */
+} mp__xlimit;
+
+double mp__xnow(void);     /* monotonic seconds */
+
+/* ---- the table of failed states (memo.c) ----------------------------------- */
+
+typedef struct mp__xmemo_entry {
+    uint64_t k1, k2;       /* 128-bit key of (unplaced set, their floors) */
+    uint64_t olast;        /* weakest (olast, rlast) known to fail */
+    uint32_t rlast;
+    uint32_t gen;          /* entry valid only in its generation */
+} mp__xmemo_entry;
+
+typedef struct mp__xmemo {
+    mp__xmemo_entry *e;
+    size_t mask;
+    uint32_t gen;
+} mp__xmemo;
+
+mp_status mp__xmemo_init(mp__xmemo *m, size_t n_buffers);
+void mp__xmemo_free(mp__xmemo *m);
+void mp__xmemo_clear(mp__xmemo *m);   /* O(1): a new generation */
+/* True when the state is known to fail at (olast, rlast) or weaker. */
+bool mp__xmemo_fails(const mp__xmemo *m, uint64_t k1, uint64_t k2, uint64_t olast, uint32_t rlast);
+void mp__xmemo_store(mp__xmemo *m, uint64_t k1, uint64_t k2, uint64_t olast, uint32_t rlast);
+
+/* ---- the decision search (search.c) --------------------------------------- */
+
+typedef struct mp__xsearch mp__xsearch;   /* workspace for one part */
+
+typedef enum mp__xanswer {
+    MP__X_NO = 0,          /* proven: nothing fits */
+    MP__X_YES = 1,         /* found: off[] fits */
+    MP__X_UNKNOWN = 2      /* budget or limit reached */
+} mp__xanswer;
+
+mp_status mp__xsearch_new(const mp__xpart *p, mp__xsearch **out);
+void mp__xsearch_free(mp__xsearch *s);
+
+/* Per section: how often a search failed there (weights for orders). */
+const double *mp__xsearch_weights(const mp__xsearch *s);
+
+/* Decides whether part p fits in capacity cap, trying buffers in static
+ * order order[] (a permutation), for at most budget nodes (0: no budget)
+ * and within lim.  On MP__X_YES fills off[0..n) with a plan of footprint
+ * <= cap.  MP_ENOMEM only (the candidate stack grows). */
+mp_status mp__xsearch_run(mp__xsearch *s, const uint32_t *order, uint64_t cap, uint64_t budget,
+                          mp__xlimit *lim, mp__xanswer *ans, uint64_t *off);
+
+/* ---- minimising a part (solve.c) ------------------------------------------- */
+
+typedef struct mp__xsolver {
+    mp__xpart part;
+    mp__xsearch *ws;
+    uint32_t *order;
+    double *scratch;       /* 3n entries for mp__xorder */
+    uint64_t *best;        /* offsets of the best plan, footprint hi */
+    uint64_t *trial;       /* offsets found by the last search */
+    uint64_t lo, hi;       /* proven lower bound, best footprint */
+    unsigned round;        /* restarts so far */
+    uint64_t probe;        /* last improving capacity that ran out of budget */
+    uint64_t probe_budget; /* and that budget */
+} mp__xsolver;
+
+/* Sets up the solver of a built part (takes it over) with a starting plan
+ * start[0..n) (local offsets, valid) and a proven lower bound lo. */
+mp_status mp__xsolver_init(mp__xsolver *v, mp__xpart *p, const uint64_t *start, uint64_t lo);
+void mp__xsolver_free(mp__xsolver *v);
+
+/* One search of the minimisation with a node budget, in the next static
+ * order: at the capacity the part must reach (mp__xsolver_target), or,
+ * with improve, at the middle between it (or the last capacity that ran
+ * out of a budget as large) and hi - unit.  A plan found lowers hi to its
+ * footprint, a refutation raises lo. */
+mp_status mp__xsolver_step(mp__xsolver *v, uint64_t floor_lo, bool improve, uint64_t budget,
+                           mp__xlimit *lim);
+
+/* The capacity the part must reach for the whole problem to reach
+ * floor_lo: the largest multiple of its unit <= max(lo, floor_lo), at
+ * least lo.  The part is closed when hi <= it. */
+uint64_t mp__xsolver_target(const mp__xsolver *v, uint64_t floor_lo);
+
+/* One decision at capacity cap with the next static order; on YES the plan
+ * becomes best.  */
+mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, mp__xlimit *lim,
+                             mp__xanswer *ans);
+
+/* ---- lower bounds (bound.c) ------------------------------------------------- */
+
+/* Raises v->lo by exact searches on sub-problems of v's part (its largest
+ * buffers, the buffers around its fullest sections) at node budget each. */
+mp_status mp__xbound_round(mp__xsolver *v, uint64_t budget, mp__xlimit *lim);
+
+/* Overflow-safe "x + y <= cap". */
+static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {
+    return x <= cap && y <= cap - x;
+}
+
+#endif /* MP_EXACT_INTERNAL_H */
