@@ -188,6 +188,9 @@ static void check_tiny(const mp_buffer_t *b, size_t n, long iter) {
     uint64_t lb = 0;
     MP_CHECK_OK(mp_exact_lower_bound(b, n, NULL, &lb));
     MP_CHECK(lb <= opt);
+    mp_exact_opts_t o = unlimited(0, 0);
+    MP_CHECK_OK(mp_exact_lower_bound(b, n, &o, &lb)); /* the last window is all */
+    MP_CHECK_EQ_U64(lb, opt);
     if (mp_test_failed != failed) {
         fprintf(stderr, "  tiny instance %ld (optimum %llu):\n", iter, (unsigned long long)opt);
         for (size_t i = 0; i < n; i++)
@@ -231,54 +234,88 @@ static void test_middle(void) {
     }
 }
 
-/* A problem the search cannot close quickly: many long, overlapping
- * buffers of unrelated sizes. */
-static void hard_problem(mp_buffer_t *b, size_t n, uint64_t seed) {
-    uint64_t st = seed;
-    for (size_t i = 0; i < n; i++) {
-        b[i] = (mp_buffer_t){.id = i, .first = mp_gen_next(&st) % 40,
-                             .size = 1000 + mp_gen_next(&st) % 9000};
-        b[i].last = b[i].first + 3 + mp_gen_next(&st) % 20;
+/* A perfect packing: the rectangle [0, 60) x [0, 1024 KiB) cut at random,
+ * across or along, into buffers (up to depth cuts deep).  Every section is
+ * exactly full, so the optimum is 1 MiB, which the search must find rather
+ * than prove. */
+static void puzzle_cut(mp_buffer_t *b, size_t *n, uint64_t *st, uint64_t t0, uint64_t t1,
+                       uint64_t y0, uint64_t y1, int depth) {
+    uint64_t w = t1 - t0, h = y1 - y0;
+    if (depth == 0 || (w < 2 && h < 2) || mp_gen_next(st) % 8 == 0) {
+        b[*n] = (mp_buffer_t){.id = *n, .first = t0, .last = t1 - 1, .size = h * 1024};
+        ++*n;
+    } else if ((mp_gen_next(st) % 2 && w >= 2) || h < 2) {
+        uint64_t c = t0 + 1 + mp_gen_next(st) % (w - 1);
+        puzzle_cut(b, n, st, t0, c, y0, y1, depth - 1);
+        puzzle_cut(b, n, st, c, t1, y0, y1, depth - 1);
+    } else {
+        uint64_t c = y0 + 1 + mp_gen_next(st) % (h - 1);
+        puzzle_cut(b, n, st, t0, t1, y0, c, depth - 1);
+        puzzle_cut(b, n, st, t0, t1, c, y1, depth - 1);
     }
 }
 
+static size_t puzzle(mp_buffer_t *b, uint64_t seed, int depth) {
+    size_t n = 0;
+    puzzle_cut(b, &n, &seed, 0, 60, 0, 1024, depth);
+    return n;
+}
+
 static void test_limits(void) {
-    enum { N = 120 };
-    mp_buffer_t b[N];
-    hard_problem(b, N, 5);
-    /* a time limit is kept: the answer is a gap, or optimal if it closed */
+    static mp_buffer_t b[1024];
+    const uint64_t opt = 1024 * 1024;
+    size_t n = puzzle(b, 5, 9); /* 226 buffers this search does not solve in 1 s */
+    /* a time limit is kept: a gap over the true bound, or the optimum */
     mp_exact_opts_t o = unlimited(0, 0);
     o.time_limit = 0.3;
     double t0 = mp__xnow();
-    mp_exact_report_t r = solve(b, N, o);
+    mp_exact_report_t r = solve(b, n, o);
     double took = mp__xnow() - t0;
     MP_CHECK(took < 3.0); /* 0.3 s plus the heuristics, with sanitizer slack */
-    MP_CHECK(r.status == MP_EXACT_OPTIMAL || (r.status == MP_EXACT_GAP && r.hit_limit &&
-                                              r.lower_bound < r.footprint && r.parts_open > 0));
-    /* deciding at the load bound within the limit: fits, no fit or unknown */
-    o.capacity = r.load_bound;
-    mp_exact_report_t d = solve(b, N, o);
-    MP_CHECK(d.status == MP_EXACT_FITS || d.status == MP_EXACT_NO_FIT ||
-             (d.status == MP_EXACT_UNKNOWN && d.hit_limit && d.parts_open > 0));
-    if (d.status == MP_EXACT_FITS) MP_CHECK(d.footprint <= o.capacity);
+    MP_CHECK(r.load_bound == opt && r.lower_bound == opt);
+    MP_CHECK(r.status == MP_EXACT_OPTIMAL ? r.footprint == opt
+                                         : r.status == MP_EXACT_GAP && r.hit_limit &&
+                                               r.footprint > opt && r.parts_open > 0);
+    /* deciding at the optimum within the limit: fits, or unknown -- never
+     * "no fit", it does fit */
+    o.capacity = opt;
+    mp_exact_report_t d = solve(b, n, o);
+    MP_CHECK(d.status == MP_EXACT_FITS ? d.footprint <= opt
+                                      : d.status == MP_EXACT_UNKNOWN && d.hit_limit &&
+                                            d.parts_open > 0);
     /* a node limit: the same plan every run */
     o = unlimited(0, 0);
     o.node_limit = 20000;
     mp_plan_t p1, p2;
     mp_exact_report_t r1, r2;
-    MP_CHECK_OK(mp_exact_solve(b, N, &o, &p1, &r1));
-    MP_CHECK_OK(mp_exact_solve(b, N, &o, &p2, &r2));
-    MP_CHECK(p1.footprint == p2.footprint && !memcmp(p1.offset, p2.offset, N * sizeof *p1.offset));
-    MP_CHECK(r1.nodes <= o.node_limit + 1 && r1.nodes == r2.nodes);
-    MP_CHECK_OK(mp_plan_check(b, N, &p1, NULL));
+    MP_CHECK_OK(mp_exact_solve(b, n, &o, &p1, &r1));
+    MP_CHECK_OK(mp_exact_solve(b, n, &o, &p2, &r2));
+    MP_CHECK(p1.footprint == p2.footprint && !memcmp(p1.offset, p2.offset, n * sizeof *p1.offset));
+    MP_CHECK(r1.nodes <= o.node_limit && r1.nodes == r2.nodes);
+    MP_CHECK(r1.status == MP_EXACT_OPTIMAL || r1.hit_limit);
+    MP_CHECK_OK(mp_plan_check(b, n, &p1, NULL));
     mp_plan_free(&p1), mp_plan_free(&p2);
-    /* the strategy: never worse than auto */
+    /* the strategy: never worse than auto, its node limit from the
+     * environment */
+    setenv("MEMPLAN_EXACT_NODES", "20000", 1);
     mp_plan_t a, e;
-    MP_CHECK_OK(mp_plan_compute(b, N, "auto", &a));
-    MP_CHECK_OK(mp_plan_compute(b, N, "exact", &e));
-    MP_CHECK_OK(mp_plan_check(b, N, &e, NULL));
+    MP_CHECK_OK(mp_plan_compute(b, n, "auto", &a));
+    MP_CHECK_OK(mp_plan_compute(b, n, "exact", &e));
+    MP_CHECK_OK(mp_plan_check(b, n, &e, NULL));
     MP_CHECK(e.footprint <= a.footprint && !strcmp(e.strategy, "exact"));
     mp_plan_free(&a), mp_plan_free(&e);
+    unsetenv("MEMPLAN_EXACT_NODES");
+    /* easier puzzles are solved to their optimum */
+    int solved = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        n = puzzle(b, seed, 7);
+        o = unlimited(0, 0);
+        o.node_limit = 200000;
+        r = solve(b, n, o);
+        MP_CHECK(r.lower_bound == opt);
+        solved += r.status == MP_EXACT_OPTIMAL;
+    }
+    MP_CHECK(solved >= 6);
 }
 
 static void test_edges(void) {

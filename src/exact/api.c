@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MP__X_MAX_N 3000
 #define MP__X_FIRST_BUDGET 1000
 #define MP__X_UNIT 1000
 
@@ -45,8 +44,7 @@ void mp_exact_opts_default(mp_exact_opts_t *o) {
     else o->node_limit = nodes >= 1.8e19 ? UINT64_MAX : (uint64_t)nodes;
 }
 
-/* The node limit of a call on n buffers (0: none). */
-static uint64_t node_limit(const mp_exact_opts_t *o, size_t n) {
+uint64_t mp__xnode_limit(const mp_exact_opts_t *o, size_t n) {
     uint64_t lim = o->node_limit;
     if (o->nodes_per_buffer) {
         uint64_t per = (uint64_t)n > UINT64_MAX / o->nodes_per_buffer ? UINT64_MAX
@@ -181,7 +179,7 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
                            uint64_t *off, mp_exact_report_t *rep) {
     double t0 = mp__xnow();
     run r = {.b = b, .n = n, .o = o, .off = off};
-    r.lim.node_limit = node_limit(o, n);
+    r.lim.node_limit = mp__xnode_limit(o, n);
     r.lim.deadline = o->time_limit > 0 ? t0 + o->time_limit : 0;
     memset(rep, 0, sizeof *rep);
     mp_plan_t start = {0};

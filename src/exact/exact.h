@@ -147,11 +147,14 @@ uint64_t mp__xsolver_target(const mp__xsolver *v, uint64_t floor_lo);
 mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, mp__xlimit *lim,
                              mp__xanswer *ans);
 
-/* ---- lower bounds (bound.c) ------------------------------------------------- */
+/* ---- options (api.c) ----------------------------------------------------------- */
 
-/* Raises v->lo by exact searches on sub-problems of v's part (its largest
- * buffers, the buffers around its fullest sections) at node budget each. */
-mp_status mp__xbound_round(mp__xsolver *v, uint64_t budget, mp__xlimit *lim);
+/* Parts above this many buffers are not searched: the model takes O(n^2)
+ * memory (conflict lists, candidate stack). */
+#define MP__X_MAX_N 3000
+
+/* The node limit of a call on n buffers under o (0: none). */
+uint64_t mp__xnode_limit(const mp_exact_opts_t *o, size_t n);
 
 /* Overflow-safe "x + y <= cap". */
 static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {
