@@ -225,16 +225,22 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
     return s;
 }
 
+mp_status mp__xprepare(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
+                       mp_exact_opts_t *o, mp_buffer_t **nb) {
+    if (opts) *o = *opts;
+    else mp_exact_opts_default(o);
+    *nb = NULL;
+    mp_status s = mp_problem_validate(b, n);
+    return s == MP_OK ? mp__normalize(b, n, nb) : s;
+}
+
 mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                          mp_plan_t *out, mp_exact_report_t *report) {
     if (!out) return mp__err(MP_EINVAL, "mp_exact_solve: NULL plan");
     memset(out, 0, sizeof *out);
     mp_exact_opts_t o;
-    if (opts) o = *opts;
-    else mp_exact_opts_default(&o);
-    mp_status s = mp_problem_validate(b, n);
     mp_buffer_t *nb = NULL;
-    if (s == MP_OK) s = mp__normalize(b, n, &nb);
+    mp_status s = mp__xprepare(b, n, opts, &o, &nb);
     uint64_t *off = s == MP_OK ? calloc(n ? n : 1, sizeof *off) : NULL;
     if (s == MP_OK && !off) s = MP__NOMEM();
     mp_exact_report_t rep;

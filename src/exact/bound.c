@@ -48,14 +48,6 @@ static mp_status decide_window(const mp_buffer_t *c, size_t m, uint64_t cap, uin
     return s;
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
 /* Windows around the fullest section of the normalized problem b. */
 static mp_status windows(const mp_buffer_t *b, size_t n, mp__xlimit *lim, uint64_t *lo) {
     size_t *all = malloc((n ? n : 1) * sizeof *all);
@@ -66,12 +58,8 @@ static mp_status windows(const mp_buffer_t *b, size_t n, mp__xlimit *lim, uint64
     for (size_t i = 0; i < n; i++) all[i] = i;
     /* the whole problem as one model, for its sections and loads */
     if (s == MP_OK) s = mp__xpart_build(b, all, n, &whole);
-    uint64_t unit = 0, *start = NULL;
+    uint64_t *start = NULL;
     size_t peak = 0;
-    for (size_t i = 0; s == MP_OK && i < n; i++) {
-        unit = gcd64(unit, b[i].size);
-        if (b[i].align > 1) unit = gcd64(unit, b[i].align);
-    }
     if (s == MP_OK && !(start = calloc(whole.ns + 1, sizeof *start))) s = MP__NOMEM();
     if (s == MP_OK) { /* section start times and the first fullest section */
         for (size_t i = 0; i < n; i++) start[whole.sf[i]] = b[i].first;
@@ -98,7 +86,7 @@ static mp_status windows(const mp_buffer_t *b, size_t n, mp__xlimit *lim, uint64
         mp__xanswer ans = MP__X_NO;
         while (s == MP_OK && ans == MP__X_NO && !lim->hit) {
             s = decide_window(c, m, *lo, budget, lim, &ans);
-            if (s == MP_OK && ans == MP__X_NO) *lo += unit - *lo % unit;
+            if (s == MP_OK && ans == MP__X_NO) *lo += whole.unit - *lo % whole.unit;
         }
         if (a == 0 && z + 1 == whole.ns) break; /* that was the whole problem */
     }
@@ -111,11 +99,8 @@ mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_op
                                uint64_t *lower_bound) {
     if (!lower_bound) return mp__err(MP_EINVAL, "mp_exact_lower_bound: NULL result");
     mp_exact_opts_t o;
-    if (opts) o = *opts;
-    else mp_exact_opts_default(&o);
-    mp_status s = mp_problem_validate(b, n);
-    mp_buffer_t *nb = NULL;
-    if (s == MP_OK) s = mp__normalize(b, n, &nb);
+    mp_buffer_t *nb;
+    mp_status s = mp__xprepare(b, n, opts, &o, &nb);
     uint64_t lo = 0;
     if (s == MP_OK) s = mp__offsets_bound(nb, n, &lo);
     mp__xlimit lim = {0};

@@ -153,6 +153,11 @@ mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, mp__
  * memory (conflict lists, candidate stack). */
 #define MP__X_MAX_N 3000
 
+/* The options (opts, or the defaults when NULL) into *o, and the problem
+ * validated and normalized into *nb (free() it; NULL on failure). */
+mp_status mp__xprepare(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
+                       mp_exact_opts_t *o, mp_buffer_t **nb);
+
 /* The node limit of a call on n buffers under o (0: none). */
 uint64_t mp__xnode_limit(const mp_exact_opts_t *o, size_t n);
 
