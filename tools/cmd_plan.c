@@ -38,6 +38,7 @@ typedef struct result {
     mp_plan_t plan;
     double ms;
     bool valid, skipped, ran;
+    mp_exact_report_t exact;    /* the "exact" row's proof */
 } result;
 
 static int parse(int argc, char **argv, opts *o) {
@@ -91,7 +92,9 @@ static bool run(const mp_buffer_t *b, size_t n, result *r) {
     r->skipped = false;
     if (n >= 100000) fprintf(stderr, "memplan: planning %zu buffers with %s...\n", n, r->name);
     double t0 = cli_now_ms();
-    mp_status s = mp_plan_compute(b, n, r->name, &r->plan);
+    /* "exact" through its own call (same defaults) for the proof it reports */
+    mp_status s = strcmp(r->name, "exact") ? mp_plan_compute(b, n, r->name, &r->plan)
+                                           : mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
     r->ms = cli_now_ms() - t0;
     if (s != MP_OK) {
         fprintf(stderr, "memplan: %s: %s\n", r->name, mp_last_error());
@@ -142,6 +145,12 @@ static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t
         printf("\nbest: %s%s\n", best->name,
                best->plan.footprint == bd->offsets ? " (meets the lower bound: optimal)" : "");
     for (size_t i = 0; i < k; i++)
+        if (r[i].ran && !strcmp(r[i].name, "exact"))
+            printf("exact: %s, lower bound %llu%s\n",
+                   r[i].exact.status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap",
+                   (unsigned long long)r[i].exact.lower_bound,
+                   r[i].exact.hit_limit ? " (stopped by MEMPLAN_EXACT_TIME/_NODES)" : "");
+    for (size_t i = 0; i < k; i++)
         if (!r[i].ran)
             printf("skipped %s: above %zu buffers (see 'memplan strategies')\n", r[i].name,
                    mp_strategy_find(r[i].name)->all_limit);
@@ -161,6 +170,10 @@ static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t 
                sep, r[i].name, (unsigned long long)r[i].plan.footprint, ratio(&r[i], bd),
                r[i].valid ? "true" : "false", r[i].ms, bound_name(&r[i]));
         if (!strcmp(r[i].name, "auto")) printf(",\"winner\":\"%s\"", r[i].plan.strategy);
+        if (!strcmp(r[i].name, "exact"))
+            printf(",\"proof\":\"%s\",\"proven_lower_bound\":%llu",
+                   mp_exact_status_name(r[i].exact.status),
+                   (unsigned long long)r[i].exact.lower_bound);
         putchar('}');
         sep = ",";
     }
