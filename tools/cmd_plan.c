@@ -170,10 +170,6 @@ static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t 
                sep, r[i].name, (unsigned long long)r[i].plan.footprint, ratio(&r[i], bd),
                r[i].valid ? "true" : "false", r[i].ms, bound_name(&r[i]));
         if (!strcmp(r[i].name, "auto")) printf(",\"winner\":\"%s\"", r[i].plan.strategy);
-        if (!strcmp(r[i].name, "exact"))
-            printf(",\"proof\":\"%s\",\"proven_lower_bound\":%llu",
-                   mp_exact_status_name(r[i].exact.status),
-                   (unsigned long long)r[i].exact.lower_bound);
         putchar('}');
         sep = ",";
     }
