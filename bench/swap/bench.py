@@ -284,6 +284,10 @@ def render(a, rows, curves, corpus, speed, batch):
     lines += ["## Every corpus graph, trained, H100 preset, PCIe 5", "",
               "The largest load reduction with no stall: the best of the four scores and BO.", ""]
     lines += corpus + ["", "## Selection time", ""] + speed + [""]
+    notes = os.path.join(ROOT, "bench", "swap", "notes.md")
+    if not a.quick and os.path.exists(notes):        # the reading, appended verbatim
+        with open(notes) as f:
+            lines += [f.read()]
     return "\n".join(lines) + "\n"
 
 
