@@ -127,7 +127,7 @@ static void all_orders_agree(const mp_buffer_t *raw, size_t n, uint64_t cap, boo
             mp__xlimit lim = {0};
             mp__xanswer a;
             mp__xorder(&p, o, NULL, order, scratch);
-            MP_CHECK_OK(mp__xsearch_run(s, order, cap, 0, &lim, &a, off));
+            MP_CHECK_OK(mp__xsearch_run(s, order, cap, 0, true, &lim, &a, off));
             MP_CHECK(a != MP__X_UNKNOWN);
             if (o == 0) fit0 = a == MP__X_YES;
             if (!MP_CHECK((a == MP__X_YES) == fit0))

@@ -37,7 +37,7 @@ static mp_status decide_window(const mp_buffer_t *c, size_t m, uint64_t cap, uin
         for (uint64_t bud = 1000; s == MP_OK && a == MP__X_UNKNOWN && bud <= budget && !lim->hit;
              bud *= 2) {
             mp__xorder(&p, (unsigned)(bud / 1000) % 7, mp__xsearch_weights(ws), order, scratch);
-            s = mp__xsearch_run(ws, order, cap, bud, lim, &a, off);
+            s = mp__xsearch_run(ws, order, cap, bud, true, lim, &a, off);
         }
         if (a != MP__X_YES) *ans = a;
         mp__xsearch_free(ws);

@@ -104,10 +104,10 @@ const double *mp__xsearch_weights(const mp__xsearch *s);
 
 /* Decides whether part p fits in capacity cap, trying buffers in static
  * order order[] (a permutation), for at most budget nodes (0: no budget)
- * and within lim.  On MP__X_YES fills off[0..n) with a plan of footprint
+ * and within lim; with learn, its failures count in the weights.  On MP__X_YES fills off[0..n) with a plan of footprint
  * <= cap.  MP_ENOMEM only (the candidate stack grows). */
 mp_status mp__xsearch_run(mp__xsearch *s, const uint32_t *order, uint64_t cap, uint64_t budget,
-                          mp__xlimit *lim, mp__xanswer *ans, uint64_t *off);
+                          bool learn, mp__xlimit *lim, mp__xanswer *ans, uint64_t *off);
 
 /* ---- minimising a part (solve.c) ------------------------------------------- */
 
@@ -119,7 +119,8 @@ typedef struct mp__xsolver {
     uint64_t *best;        /* offsets of the best plan, footprint hi */
     uint64_t *trial;       /* offsets found by the last search */
     uint64_t lo, hi;       /* proven lower bound, best footprint */
-    unsigned round;        /* restarts so far */
+    unsigned round;        /* learning searches so far (their order number) */
+    unsigned iround;       /* the others */
     uint64_t probe;        /* last improving capacity that ran out of budget */
     uint64_t probe_budget; /* and that budget */
 } mp__xsolver;
@@ -144,8 +145,8 @@ uint64_t mp__xsolver_target(const mp__xsolver *v, uint64_t floor_lo);
 
 /* One decision at capacity cap with the next static order; on YES the plan
  * becomes best.  */
-mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, mp__xlimit *lim,
-                             mp__xanswer *ans);
+mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, bool learn,
+                             mp__xlimit *lim, mp__xanswer *ans);
 
 /* ---- options (api.c) ----------------------------------------------------------- */
 

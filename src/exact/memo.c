@@ -5,7 +5,9 @@
  * the last placement (olast, rlast): every later placement must come after
  * it in (offset, rank) order.  So a state (U, floors) that failed after
  * (olast', rlast') fails after any (olast, rlast) >= it: fewer completions
- * are allowed.  Different orders of stacking the same buffers reach the
+ * are allowed.  (The search keys a state by all unplaced buffers and their
+ * floors, a finer key when it works on an independent run of sections.)
+ * Different orders of stacking the same buffers reach the
  * same state (A on B and B on A leave the same tops), and the table cuts
  * those transpositions.  Keys are 128-bit sums of per-buffer hashes; a
  * collision would need two states with equal 128-bit keys.

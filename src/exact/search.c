@@ -65,7 +65,9 @@ struct mp__xsearch {
     uint32_t *cls_last;     /* scratch: last member seen per class */
     uint64_t *load;         /* per section: live bytes */
     uint64_t *z1, *z2;      /* per buffer hash keys */
-    double *weight;         /* per section: failures seen there (all runs) */
+    uint64_t h1, h2;        /* sums over unplaced buffers j of term(j, floor[j]), on the trail */
+    double *weight;         /* per section: failures seen there (learning runs) */
+    double learn;           /* 1: this run adds to weight[], 0: it does not */
     /* state of a run */
     const uint32_t *order;
     uint32_t *rank, *twin;
@@ -86,6 +88,14 @@ static uint64_t mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
+}
+
+/* The two hash terms of buffer j at floor f. */
+static inline uint64_t term1(const mp__xsearch *s, uint32_t j, uint64_t f) {
+    return mix(s->z1[j] ^ f);
+}
+static inline uint64_t term2(const mp__xsearch *s, uint32_t j, uint64_t f) {
+    return mix(s->z2[j] + f * 0x9E3779B97F4A7C15ull);
 }
 
 static inline uint64_t up(uint64_t x, uint64_t a) {
@@ -125,7 +135,7 @@ mp_status mp__xsearch_new(const mp__xpart *p, mp__xsearch **out) {
     mp__xsearch *s = calloc(1, sizeof *s);
     if (!s) return MP__NOMEM();
     size_t n = p->n, n1 = n ? n : 1, ns1 = p->ns ? p->ns : 1;
-    size_t trail_cap = 1 + n, cand_cap = n * (n + 1) / 2 + 1;
+    size_t trail_cap = 1 + 3 * n, cand_cap = n * (n + 1) / 2 + 1;
     for (size_t i = 0; i < n; i++)
         trail_cap += 2 * ((size_t)p->sl[i] - p->sf[i] + 1) + (p->adj_at[i + 1] - p->adj_at[i]);
     s->p = p, s->n = n, s->ns = p->ns;
@@ -184,14 +194,17 @@ static bool place(mp__xsearch *s, uint32_t c) {
     const mp__xpart *p = s->p;
     uint64_t cap = s->cap, o = s->floor[c], top = o + p->size[c];
     save(s, &s->placed[c]);
+    save(s, &s->h1);
+    save(s, &s->h2);
     s->placed[c] = 1;
     s->off[c] = o;
+    s->h1 -= term1(s, c, o), s->h2 -= term2(s, c, o);
     for (uint32_t t = p->sf[c]; t <= p->sl[c]; t++) {
         save(s, &s->maxtop[t]);
         save(s, &s->rem[t]);
         s->maxtop[t] = top;
         s->rem[t] -= p->size[c];
-        if (s->rem[t] > cap - top) return s->weight[t] += 1, false;
+        if (s->rem[t] > cap - top) return s->weight[t] += s->learn, false;
     }
     for (size_t a = p->adj_at[c]; a < p->adj_at[c + 1]; a++) {
         uint32_t q = p->adj[a];
@@ -199,8 +212,10 @@ static bool place(mp__xsearch *s, uint32_t c) {
         uint64_t nf = up(top, p->align[q]);
         if (nf > s->floor[q]) {
             save(s, &s->floor[q]);
+            s->h1 += term1(s, q, nf) - term1(s, q, s->floor[q]);
+            s->h2 += term2(s, q, nf) - term2(s, q, s->floor[q]);
             s->floor[q] = nf;
-            if (!mp__xfits(nf, p->size[q], cap)) return s->weight[p->sf[q]] += 1, false;
+            if (!mp__xfits(nf, p->size[q], cap)) return s->weight[p->sf[q]] += s->learn, false;
         }
     }
     return true;
@@ -239,7 +254,7 @@ static bool count_node(mp__xsearch *s) {
 static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast, uint32_t rlast,
                        uint64_t *k1, uint64_t *k2) {
     const mp__xpart *p = s->p;
-    uint64_t cap = s->cap, h1 = 0, h2 = 0;
+    uint64_t cap = s->cap;
     for (size_t t = lo; t <= hi; t++) s->minlb[t] = s->min2[t] = UINT64_MAX;
     for (size_t r = 0; r < s->n; r++) {
         uint32_t j = s->order[r];
@@ -247,7 +262,7 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
         uint64_t f = s->floor[j], l = f;
         bool elig = f > olast || (f == olast && r + 1 > rlast);
         if (!elig) l = stranded_lb(s, j, olast, rlast);
-        if (!mp__xfits(l, p->size[j], cap)) return s->weight[p->sf[j]] += 1, false;
+        if (!mp__xfits(l, p->size[j], cap)) return s->weight[p->sf[j]] += s->learn, false;
         s->lb[j] = l;
         for (uint32_t t = p->sf[j]; t <= p->sl[j]; t++)
             if (l < s->minlb[t]) {
@@ -256,16 +271,14 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
             } else if (l < s->min2[t]) {
                 s->min2[t] = l;
             }
-        h1 += mix(s->z1[j] ^ f);
-        h2 += mix(s->z2[j] + f * 0x9E3779B97F4A7C15ull);
         if (elig && (s->twin[j] == MP__XNONE || s->placed[s->twin[j]])) s->cand[s->cand_len++] = j;
     }
     for (size_t t = lo; t <= hi; t++)
         if (s->rem[t] && (!mp__xfits(s->minlb[t], s->rem[t], cap) ||
                           (s->min2[t] != UINT64_MAX && s->min2[t] > s->minlb[t] + s->sz1[t] &&
                            !mp__xfits(s->min2[t], s->rem[t] - s->sz1[t], cap))))
-            return s->weight[t] += 1, false;
-    *k1 = h1, *k2 = h2;
+            return s->weight[t] += s->learn, false;
+    *k1 = s->h1, *k2 = s->h2;
     return true;
 }
 
@@ -378,15 +391,19 @@ static mp__xanswer dfs(mp__xsearch *s, uint32_t lo, uint32_t hi, size_t cnt, uin
 const double *mp__xsearch_weights(const mp__xsearch *s) { return s->weight; }
 
 mp_status mp__xsearch_run(mp__xsearch *s, const uint32_t *order, uint64_t cap, uint64_t budget,
-                          mp__xlimit *lim, mp__xanswer *ans, uint64_t *off) {
+                          bool learn, mp__xlimit *lim, mp__xanswer *ans, uint64_t *off) {
     const mp__xpart *p = s->p;
     size_t n = s->n;
-    s->order = order, s->cap = cap, s->lim = lim;
+    s->order = order, s->cap = cap, s->lim = lim, s->learn = learn;
     s->stop_at = budget && lim->nodes < UINT64_MAX - budget ? lim->nodes + budget : UINT64_MAX;
     s->trail_len = 0, s->cand_len = 0;
     memset(s->placed, 0, (n ? n : 1) * sizeof *s->placed);
     for (size_t t = 0; t < s->ns; t++) s->maxtop[t] = 0, s->rem[t] = s->load[t];
-    for (size_t i = 0; i < n; i++) s->floor[i] = 0, s->cls_last[i] = MP__XNONE;
+    s->h1 = s->h2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->floor[i] = 0, s->cls_last[i] = MP__XNONE;
+        s->h1 += term1(s, (uint32_t)i, 0), s->h2 += term2(s, (uint32_t)i, 0);
+    }
     for (size_t r = 0; r < n; r++) {
         uint32_t j = order[r];
         s->rank[j] = (uint32_t)r;

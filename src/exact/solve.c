@@ -65,10 +65,13 @@ static uint64_t footprint(const mp__xsolver *v, const uint64_t *off) {
     return f;
 }
 
-mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, mp__xlimit *lim,
-                             mp__xanswer *ans) {
-    mp__xorder(&v->part, v->round++, mp__xsearch_weights(v->ws), v->order, v->scratch);
-    mp_status s = mp__xsearch_run(v->ws, v->order, cap, budget, lim, ans, v->trial);
+mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, bool learn,
+                             mp__xlimit *lim, mp__xanswer *ans) {
+    /* the searches that learn (at the bound) and the others each have their
+     * own sequence of orders */
+    unsigned k = learn ? v->round++ : 1000001u + 2 * v->iround++;
+    mp__xorder(&v->part, k, mp__xsearch_weights(v->ws), v->order, v->scratch);
+    mp_status s = mp__xsearch_run(v->ws, v->order, cap, budget, learn, lim, ans, v->trial);
     if (s != MP_OK) return s;
     if (*ans == MP__X_YES) {
         uint64_t f = footprint(v, v->trial);
@@ -96,7 +99,7 @@ mp_status mp__xsolver_step(mp__xsolver *v, uint64_t floor_lo, bool improve, uint
     if (target >= v->hi) return MP_OK;
     mp__xanswer a;
     if (!improve || v->hi - target <= u) /* nothing between: the bound itself */
-        return mp__xsolver_decide(v, target, budget, lim, &a);
+        return mp__xsolver_decide(v, target, budget, true, lim, &a);
     /* bisection between the bound (or the last capacity that ran out of
      * budget, when no larger budget has been tried since) and hi - unit */
     uint64_t low = budget > v->probe_budget ? target : mp__max64(target, v->probe + 1);
@@ -105,7 +108,7 @@ mp_status mp__xsolver_step(mp__xsolver *v, uint64_t floor_lo, bool improve, uint
     cap -= cap % u;
     if (cap < low) cap = round_up_unit(low, u);
     if (cap >= v->hi) cap = v->hi - u;
-    mp_status s = mp__xsolver_decide(v, cap, budget, lim, &a);
+    mp_status s = mp__xsolver_decide(v, cap, budget, false, lim, &a);
     if (a == MP__X_UNKNOWN) v->probe = cap, v->probe_budget = budget;
     else v->probe = 0, v->probe_budget = 0;
     return s;
