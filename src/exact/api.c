@@ -131,6 +131,13 @@ static uint64_t luby(uint64_t i) {
     }
 }
 
+/* True in the second half of the node or time limit. */
+static bool late(const run *r) {
+    const mp__xlimit *l = &r->lim;
+    if (l->node_limit && l->nodes > l->node_limit / 2) return true;
+    return l->deadline > 0 && mp__xnow() > l->deadline - r->o->time_limit / 2;
+}
+
 /* Minimising: restarts over the parts that can still lower the footprint.
  * Of every MP__X_IMPROVE restarts one looks for a better plan, the others
  * search at the bound; each kind has its own Luby sequence of budgets
@@ -140,7 +147,7 @@ static mp_status minimise(run *r) {
     mp_status s = MP_OK;
     uint64_t nb = 0, ni = 0;
     for (uint64_t i = 1; s == MP_OK && !r->lim.hit; i++) {
-        bool improve = i % MP__X_IMPROVE == 0;
+        bool improve = i % MP__X_IMPROVE == 0 || (late(r) && i % 2 == 0);
         uint64_t g = max_of(r->lo, r->n_parts), budget = MP__X_UNIT * luby(improve ? ++ni : ++nb);
         bool open = false;
         for (size_t k = 0; s == MP_OK && k < r->n_parts && !r->lim.hit; k++) {
