@@ -41,8 +41,8 @@ static const mp__strategy registry[] = {
     {{"auto", MP_KIND_META, "memplan",
       "runs the offset strategies, keeps the smallest (ties: first)", 0}, NULL, NULL, false},
     /* After "auto", whose plan it starts from. */
-    {{"exact", MP_KIND_OFFSETS, "memplan; canonical search after MiniMalloc (Moffitt 2024)",
-      "exact search from auto's plan: optimal or a proven gap (MEMPLAN_EXACT_TIME, _NODES)",
+    {{"exact", MP_KIND_OFFSETS, "after Moffitt 2024 (MiniMalloc)",
+      "branch and bound from auto's plan: optimal, or a proven gap",
       40}, mp__offsets_exact, NULL, false},
 };
 
