@@ -7,7 +7,7 @@
  *             search over canonical plans, with inference and dominance
  *   memo.c    the table of states proven to fail (transpositions)
  *   solve.c   minimisation of one part: restarts, bisection, limits
- *   bound.c   lower bounds from exact searches on sub-problems
+ *   bound.c   lower bounds from exact searches on time windows
  *   api.c     mp_exact_solve, the strategy "exact", options and reports
  */
 #ifndef MP_EXACT_INTERNAL_H
@@ -47,9 +47,12 @@ void mp__xpart_free(mp__xpart *p);
  * O(n log n).  Free both with free(). */
 mp_status mp__xsplit(const mp_buffer_t *b, size_t n, size_t **idx, size_t **at, size_t *n_parts);
 
-/* Static order number k of a part into order[0..n) (a permutation): 0 by
- * size, 1 by lifetime, 2 by area, 3 by first section, all decreasing with
- * ties by the next key; k >= 4 perturbs order k % 4 with a seed from k. */
+/* Static order number k of a part into order[0..n) (a permutation), keys
+ * decreasing, ties by index.  With T the largest section load over a
+ * buffer's lifetime, W its lifetime and A its area: 0 T-W-A, 1 W-A-T,
+ * 2 T-A-W, 3 size-W-T; k >= 4: order k % 4 with up to 30% noise from k,
+ * and for odd k the buffers of sections with large weight[] (failures of
+ * earlier searches; NULL: none) first.  scratch holds 3n doubles. */
 void mp__xorder(const mp__xpart *p, unsigned k, const double *weight, uint32_t *order,
                 double *scratch);
 
@@ -104,8 +107,9 @@ const double *mp__xsearch_weights(const mp__xsearch *s);
 
 /* Decides whether part p fits in capacity cap, trying buffers in static
  * order order[] (a permutation), for at most budget nodes (0: no budget)
- * and within lim; with learn, its failures count in the weights.  On MP__X_YES fills off[0..n) with a plan of footprint
- * <= cap.  MP_ENOMEM only (the candidate stack grows). */
+ * and within lim; with learn, its failures count in the weights.  On
+ * MP__X_YES fills off[0..n) with a plan of footprint <= cap.  Allocates
+ * nothing: always MP_OK. */
 mp_status mp__xsearch_run(mp__xsearch *s, const uint32_t *order, uint64_t cap, uint64_t budget,
                           bool learn, mp__xlimit *lim, mp__xanswer *ans, uint64_t *off);
 
@@ -143,8 +147,9 @@ mp_status mp__xsolver_step(mp__xsolver *v, uint64_t floor_lo, bool improve, uint
  * least lo.  The part is closed when hi <= it. */
 uint64_t mp__xsolver_target(const mp__xsolver *v, uint64_t floor_lo);
 
-/* One decision at capacity cap with the next static order; on YES the plan
- * becomes best.  */
+/* One decision at capacity cap with the next static order (learning ones
+ * and the others each have their own sequence); on YES the plan becomes
+ * best if smaller, on NO lo rises above cap. */
 mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, bool learn,
                              mp__xlimit *lim, mp__xanswer *ans);
 
