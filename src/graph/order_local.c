@@ -326,8 +326,11 @@ mp_status mp__order_improve(const mp__omodel *m, size_t *order, size_t max_passe
         mp__omodel_profile(m, s.ord, s.prof, s.pos);
         for (size_t r = 0; r < m->nr; r++)
             if (m->is_out[r]) s.out_bytes += m->bytes[r];
+        /* Leaves first, then every inner node bottom-up (refresh() would
+         * read inner nodes right of the leaves' parents before they are
+         * set: valgrind's uninitialised reads of issue 13). */
+        for (size_t p = 0; p < n; p++) s.t[s.size + p] = (seg){s.prof[p], 1};
         for (size_t p = n; p < s.size; p++) s.t[s.size + p] = NOSEG;
-        refresh(&s, 0, n - 1);
         for (size_t x = s.size - 1; x >= 1; x--) s.t[x] = combine(s.t[2 * x], s.t[2 * x + 1]);
         while (*passes < max_passes) {
             ++*passes;
