@@ -59,6 +59,7 @@ class Planner:
         self.tensors = train.tensors
         nf = self.remat.forward_count
         self.forward = [v for v in train.order if v < nf]
+        self.pos = {v: i for i, v in enumerate(self.forward)}    # node id -> forward step
         fx = {n["name"] for n in graph_dict["nodes"]}
         chain = self.remat.chain()
         # A stage is usable when every node is one of the module's own (the
@@ -84,16 +85,16 @@ class Planner:
         ids): recompute every node of a run except those whose value (or a
         view of it) is read after the run ends."""
         m = [0] * self.remat.forward_count
-        pos = {v: i for i, v in enumerate(self.forward)}
         for run in runs:
-            last = max(pos[v] for v in run)
+            members = set(run)
+            last = max(self.pos[v] for v in run)
             for v in run:
                 m[v] = 1
             for v in run:
                 for t in self.nodes[v].outputs:
                     if any(p > last for p in self._readers.get(t, ())):
                         for keep in (v, self.tensors[self.tensors[t].root].producer):
-                            if keep is not None and keep in set(run):
+                            if keep in members:
                                 m[keep] = 0
         return m
 
@@ -130,7 +131,7 @@ class Planner:
             groups = [sum(self.stages[i:i + size], []) for i in range(0, n, size)]
             ranked = sorted(groups, key=self._value, reverse=True)
             for j in range(1, len(ranked) + 1):
-                runs = sorted(ranked[:j], key=lambda r: self.forward.index(r[0]))
+                runs = sorted(ranked[:j], key=lambda r: self.pos[r[0]])
                 key = tuple(tuple(r) for r in runs)
                 if key not in seen:
                     seen.add(key)
@@ -144,7 +145,6 @@ class Planner:
         a stage output once the stages since the last kept one hold more
         than B bytes): every stretch of dropped nodes becomes a run, so the
         runs are as long as B allows -- uneven where the layers are."""
-        pos = {v: i for i, v in enumerate(self.forward)}
         own = {v for st in self.stages for v in st}
         total = sum(self.remat.node_bytes(v) for v in own) or 1
         b = max(1, total // 4096)
@@ -159,7 +159,7 @@ class Planner:
                     cur = []
             if cur:
                 runs.append(cur)
-            runs.sort(key=lambda r: pos[r[0]])
+            runs.sort(key=lambda r: self.pos[r[0]])
             key = tuple(tuple(r) for r in runs)
             if runs and key not in seen:
                 seen.add(key)
