@@ -1,0 +1,18 @@
+# The exact planner's oracle: sekiyama2018 sec. 3.1's MIP solved with GLPK
+# (tests/exact/mip.c; Debian's libglpk-dev, installed by scripts/setup-debian).
+# The MIP lives in the test only, so libmemplan gains no dependency.  Without
+# GLPK test_mip is built from test_mip.c alone and reports "skipped" (77).
+find_path(GLPK_INCLUDE_DIR glpk.h)
+find_library(GLPK_LIBRARY glpk)
+if(GLPK_INCLUDE_DIR AND GLPK_LIBRARY)
+  add_executable(test_mip ${CMAKE_CURRENT_LIST_DIR}/test_mip.c ${CMAKE_CURRENT_LIST_DIR}/mip.c)
+  target_compile_definitions(test_mip PRIVATE MP_HAVE_GLPK)
+  target_include_directories(test_mip PRIVATE ${GLPK_INCLUDE_DIR})
+  target_link_libraries(test_mip PRIVATE mp_testlib ${GLPK_LIBRARY})
+else()
+  message(STATUS "GLPK not found: test_mip will report skipped")
+  add_executable(test_mip ${CMAKE_CURRENT_LIST_DIR}/test_mip.c)
+  target_link_libraries(test_mip PRIVATE mp_testlib)
+endif()
+add_test(NAME test_mip COMMAND test_mip ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
+set_tests_properties(test_mip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
