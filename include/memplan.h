@@ -207,11 +207,28 @@ mp_status mp_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
 mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n,
                            mp_plan_t *out);
 
-/* Draws the plan as SVG: time across, address up, one rectangle per buffer
- * with a <title> (id, size, interval), and the lower bound as a line. */
+/* Draws the plan as SVG (docs/svg.md): time across, address up, one
+ * rectangle per buffer with a <title> (id, size, interval), the peak step
+ * marked, the footprint and the lower bound (when > 0) as lines. */
 mp_status mp_plan_write_svg(const char *path, const mp_buffer_t *b, size_t n,
                             const mp_plan_t *plan, uint64_t lower_bound,
                             const char *title);
+
+/* What mp_plan_write_svg_opts draws besides the plan; zero means none. */
+typedef struct mp_svg_opts_t {
+    const char *title;         /* heading, e.g. the model's name */
+    uint64_t lower_bound;      /* drawn dashed when > 0 */
+    const char *bound_name;    /* the bound's kind in its label; NULL:
+                                  "objects" for an object plan, else "offsets" */
+    const char *const *names;  /* NULL, or names[i] of buffer i: in its
+                                  tooltip, and on it when it is large */
+} mp_svg_opts_t;
+
+/* mp_plan_write_svg with options (opts NULL: no title, no bound).  The
+ * largest buffers get their name (or "id N") written on them where it
+ * fits.  MP_EINVAL for a buffer with last < first or last == UINT64_MAX. */
+mp_status mp_plan_write_svg_opts(const char *path, const mp_buffer_t *b, size_t n,
+                                 const mp_plan_t *plan, const mp_svg_opts_t *opts);
 
 /* ---- runtime: traces and iteration detection (src/runtime/) ----------
  * A trace is the list of memory events of a running program: allocations

@@ -1,6 +1,8 @@
-/* test_svg.c -- the SVG writer: structure, titles, geometry, escaping,
- * error paths (no partial file ever) and large plans.  Every file is also
- * checked with `xmllint --noout` when that binary exists. */
+/* test_svg.c -- the SVG writers: structure, titles, geometry, escaping,
+ * sizes in binary units, the bound of each kind of plan, the peak step,
+ * names on the largest buffers, error paths (no partial file ever), large
+ * plans, and the trace picture's ticks, peak and legend.  Every file is
+ * also checked with `xmllint --noout` when that binary exists. */
 #include "harness.h"
 #include "gen.h"
 
@@ -68,9 +70,10 @@ static char *check_file(const char *path, const mp_buffer_t *b, size_t n) {
     MP_CHECK_EQ_U64(count(s, "</title>"), n);
     MP_CHECK(!strstr(s, "nan") && !strstr(s, "inf"));
     for (size_t i = 0; i < n && n <= 1000; i++) {
-        char t[64];
+        char t[64], named[64];   /* the tooltip opens with the id, or a name */
         snprintf(t, sizeof t, "<title>id %llu: ", (unsigned long long)b[i].id);
-        MP_CHECK_EQ_U64(count(s, t), 1);
+        snprintf(named, sizeof named, ", id %llu: ", (unsigned long long)b[i].id);
+        MP_CHECK_EQ_U64(count(s, t) + count(s, named), 1);
     }
     xmllint(path);
     return s;
@@ -100,10 +103,19 @@ static void test_naive(void) {
         MP_CHECK(strstr(s, "<title>id 10: 100 B at 64, t=[0,1]</title>") != NULL);
         MP_CHECK(strstr(s, "<title>id 11: 50 B (64 aligned) at 0, t=[1,2]</title>") != NULL);
         MP_CHECK(strstr(s, "<title>id 12: 30 B at 164, t=[3,3]</title>") != NULL);
-        MP_CHECK(strstr(s, ">lower bound 164</text>") != NULL);
+        MP_CHECK(strstr(s, ">lower bound (offsets) 164 B</text>") != NULL);
         MP_CHECK(strstr(s, "stroke-dasharray") != NULL);
-        MP_CHECK(strstr(s, ">footprint 194</text>") != NULL);
+        MP_CHECK(strstr(s, ">footprint 194 B</text>") != NULL);
         MP_CHECK(strstr(s, "three buffers \xE2\x80\x94 naive</text>") != NULL);
+        /* Peak: ids 10 and 11 live at t=1 (100 + 64 aligned bytes); t=0
+         * has only 100.  The band covers step 1, x = 90 + 1 * 300. */
+        MP_CHECK(strstr(s, "peak 164 B live at t=1</text>") != NULL);
+        MP_CHECK(strstr(s, ">peak t=1: 164 B live</text>") != NULL);
+        MP_CHECK(strstr(s, "<path d=\"M390 64H690V764H390Z\"") != NULL);
+        /* Every buffer is hundreds of px wide and tall: all three labelled
+         * with name and size, largest first. */
+        const char *l10 = strstr(s, ">id 10 (100 B)</text>"), *l11 = strstr(s, ">id 11 (50 B)</text>");
+        MP_CHECK(l10 && l11 && l10 < l11 && strstr(s, ">id 12 (30 B)</text>"));
     }
     free(s);
     /* Determinism: the same call writes the same bytes. */
@@ -134,12 +146,14 @@ static void test_hand_plan(void) {
     MP_CHECK_OK(mp_plan_write_svg(path, b, 3, &p, 2408448, NULL));
     char *s = check_file(path, b, 3);
     if (s) {
-        MP_CHECK(strstr(s, "<title>id 17: 802816 B at 1605632, t=[3,5]</title>") != NULL);
+        MP_CHECK(strstr(s, "<title>id 17: 802816 B = 784 KiB at 1605632, t=[3,5]</title>") != NULL);
         MP_CHECK(strstr(s, "<rect x=\"450\" y=\"90.9\" width=\"360\" height=\"224.4\"") != NULL);
         MP_CHECK(strstr(s, "hand&lt;&amp;&gt;made") != NULL);
         MP_CHECK(!strstr(s, "hand<"));
-        MP_CHECK(strstr(s, ">lower bound 2408448</text>") != NULL);
-        MP_CHECK(strstr(s, ">footprint 2408448</text>") != NULL);
+        MP_CHECK(strstr(s, ">lower bound (offsets) 2.30 MiB</text>") != NULL);
+        MP_CHECK(strstr(s, ">footprint 2.30 MiB</text>") != NULL);
+        MP_CHECK(!strstr(s, "2408448"));   /* no raw byte counts on lines */
+        MP_CHECK(strstr(s, "peak 2.30 MiB live at t=3<") != NULL);
     }
     free(s);
     remove(path);
@@ -160,6 +174,10 @@ static void test_objects(void) {
         MP_CHECK(strstr(s, "<title>id 5: 64 B at 0, t=[0,2], object 0</title>") != NULL);
         MP_CHECK(strstr(s, "<title>id 6: 32 B at 64, t=[1,3], object 1</title>") != NULL);
         MP_CHECK(strstr(s, "2 buffers in 2 objects") != NULL);
+        /* An object plan is measured against the objects bound. */
+        MP_CHECK(strstr(s, ">lower bound (objects) 96 B</text>") != NULL);
+        MP_CHECK(strstr(s, "lower bound (objects) 96 B \xC2\xB7 footprint / bound = 1.000") != NULL);
+        MP_CHECK(!strstr(s, "(offsets)"));
     }
     free(s);
     mp_plan_free(&p);
@@ -201,6 +219,87 @@ static void test_edges(void) {
     MP_CHECK(mp_test_check_offsets(b, 2, off));
     MP_CHECK_OK(mp_plan_write_svg(path, b, 2, &p, 0, "late"));
     free(check_file(path, b, 2));
+    remove(path);
+}
+
+/* Names from the caller: on the largest buffers where they fit (escaped),
+ * in every tooltip; a custom bound name; the bound of an offset plan. */
+static void test_names(void) {
+    /* id 1: 4 steps, the whole height; id 2: 1 step, 1/64 of the height
+     * (about 10 px: no room for a label); id 3 fills beside it. */
+    mp_buffer_t b[3] = {{1, 0, 3, 6400, 0}, {2, 4, 4, 100, 0}, {3, 5, 9, 6300, 0}};
+    uint64_t off[3] = {0, 0, 0};
+    MP_CHECK(mp_test_check_offsets(b, 3, off));
+    mp_plan_t p = {.n = 3, .offset = off, .footprint = 6400, .strategy = "hand"};
+    const char *names[3] = {"conv<script>alert('x')</script>", "tiny \"small\"", NULL};
+    mp_svg_opts_t o = {.title = "net", .lower_bound = 6400, .bound_name = "graph", .names = names};
+    const char *path = path_of("names.svg");
+    MP_CHECK_OK(mp_plan_write_svg_opts(path, b, 3, &p, &o));
+    char *s = check_file(path, b, 3);
+    if (s) {
+        MP_CHECK(!strstr(s, "<script"));
+        MP_CHECK(strstr(s, ">conv&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt; (6.25 KiB)</text>"));
+        MP_CHECK(strstr(s, "<title>conv&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;, id 1: "
+                           "6400 B = 6.25 KiB at 0, t=[0,3]</title>"));
+        MP_CHECK(strstr(s, "<title>tiny &quot;small&quot;, id 2: 100 B at 0, t=[4,4]</title>"));
+        MP_CHECK(!strstr(s, "\">tiny"));                 /* too small to be written on */
+        MP_CHECK(strstr(s, ">id 3 (6.15 KiB)</text>"));  /* no name: its id */
+        MP_CHECK(strstr(s, ">lower bound (graph) 6.25 KiB</text>"));
+    }
+    free(s);
+    /* opts NULL: no heading title, no bound. */
+    MP_CHECK_OK(mp_plan_write_svg_opts(path, b, 3, &p, NULL));
+    s = check_file(path, b, 3);
+    MP_CHECK(s && !strstr(s, "lower bound") && strstr(s, "hand</text>"));
+    free(s);
+    /* An interval the sweep cannot take is refused, nothing written. */
+    remove(path);
+    b[1].last = 3;
+    MP_CHECK(mp_plan_write_svg_opts(path, b, 3, &p, &o) == MP_EINVAL);
+    MP_CHECK(strstr(mp_last_error(), "buffer 1 (id 2) has an invalid interval [4, 3]") != NULL);
+    MP_CHECK(access(path, F_OK) != 0);
+}
+
+/* The trace picture: round ticks on both axes, the peak marked, the
+ * iteration boundaries and a legend. */
+static void test_trace_svg(void) {
+    mp_trace_t *t = NULL;
+    if (!MP_CHECK_OK(mp_trace_create(&t))) return;
+    /* Four iterations of: alloc 3000, alloc 1000, free both. */
+    for (uint64_t it = 0; it < 4; it++) {
+        MP_CHECK_OK(mp_trace_record_alloc(t, 1, 3000, MP_TRACE_NO_NS));
+        MP_CHECK_OK(mp_trace_record_alloc(t, 2, 1000, MP_TRACE_NO_NS));
+        MP_CHECK_OK(mp_trace_record_free(t, 2, MP_TRACE_NO_NS));
+        MP_CHECK_OK(mp_trace_record_free(t, 1, MP_TRACE_NO_NS));
+    }
+    const char *path = path_of("trace.svg");
+    MP_CHECK_OK(mp_trace_write_svg(path, t, NULL, "loop<&>"));
+    char *s = slurp(path, NULL);
+    if (MP_CHECK(s != NULL)) {
+        MP_CHECK(strncmp(s, "<?xml", 5) == 0 && strstr(s, "loop&lt;&amp;&gt;</text>"));
+        /* Peak 4000 B first at event 1; ymax = 4000 * 1.05 = 4.10 KiB
+         * gives y ticks every 0.5 KiB up to 4 KiB; 16 events give x
+         * ticks every 2 events, 0 to 16. */
+        MP_CHECK(strstr(s, ">peak 3.91 KiB at event 1</text>") != NULL);
+        MP_CHECK(strstr(s, ">4 KiB</text>") && strstr(s, ">0.5 KiB</text>") && !strstr(s, ">4.5 KiB<"));
+        MP_CHECK(strstr(s, ">16</text>") && strstr(s, ">8</text>") && !strstr(s, ">3</text>") &&
+                 !strstr(s, ">18</text>"));
+        MP_CHECK(strstr(s, "class=\"legend\"") && strstr(s, ">live bytes (max per column)</text>"));
+        MP_CHECK(!strstr(s, ">iteration start</text>"));   /* no period given */
+        MP_CHECK(!strstr(s, "nan") && !strstr(s, "inf"));
+    }
+    free(s);
+    xmllint(path);
+    mp_period_t pr = {0};
+    MP_CHECK_OK(mp_period_detect(t, NULL, &pr));
+    MP_CHECK(pr.found);
+    MP_CHECK_OK(mp_trace_write_svg(path, t, &pr, NULL));
+    s = slurp(path, NULL);
+    MP_CHECK(s && strstr(s, ">iteration start</text>") && strstr(s, ">memory load</text>"));
+    free(s);
+    xmllint(path);
+    mp_period_free(&pr);
+    mp_trace_free(t);
     remove(path);
 }
 
@@ -251,6 +350,8 @@ static void test_large(void) {
         size_t len = 0;
         char *s = slurp(path, &len);
         MP_CHECK(s && strstr(s, "<g stroke=\"none\">") != NULL);
+        MP_CHECK(s && !strstr(s, "lower bound"));   /* a zero bound is not drawn */
+        MP_CHECK(s && count(s, "</text>") < 120);   /* at most 24 labels */
         MP_CHECK(len < 160 * n + 20000);
         free(s);
         free(check_file(path, b, n));
@@ -270,6 +371,8 @@ int main(void) {
     test_objects();
     test_escaping();
     test_edges();
+    test_names();
+    test_trace_svg();
     test_errors();
     test_large();
     MP_CHECK(rmdir(dir) == 0);   /* every test removed its files */

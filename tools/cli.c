@@ -215,6 +215,25 @@ bad:
     return false;
 }
 
+void cli_title(char *buf, size_t len, const char *given, const char *path) {
+    if (given) {
+        snprintf(buf, len, "%s", given);
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    size_t k = strlen(base);
+    static const char *const ext[] = {".gz", ".csv", ".json", ".trace", ".txt"};
+    for (size_t again = 1; again;) {
+        again = 0;
+        for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+            size_t e = strlen(ext[i]);
+            if (k > e && !strncasecmp(base + k - e, ext[i], e)) k -= e, again = 1;
+        }
+    }
+    snprintf(buf, len, "%.*s", (int)k, base);
+}
+
 const char *cli_human(uint64_t x, char *buf, size_t len) {
     static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double v = (double)x;

@@ -74,6 +74,10 @@ bool cli_parse_u64(const char *opt, const char *text, uint64_t *out);
  * what is wrong with it. */
 const char *cli_parse_size(const char *s, uint64_t *out);
 
+/* A picture's title: given when set, else path's last name without its
+ * extension(s) (".csv", ".json.gz", ...), e.g. "mobilenet_v2". */
+void cli_title(char *buf, size_t len, const char *given, const char *path);
+
 /* "4.594 MiB"-style rendering into buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 

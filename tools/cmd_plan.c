@@ -7,8 +7,8 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE.svg] [--json]\n"
-    "                    [--align N] (RECORDS.csv | --model NAME|RECORDS.csv)\n"
+    "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE.svg] [--title TEXT]\n"
+    "                    [--json] [--align N] (RECORDS.csv | --model NAME|RECORDS.csv)\n"
     "\n"
     "Plans the buffers of RECORDS.csv (header id,first,last,size with inclusive\n"
     "times, or id,lower,upper,size half-open) and prints, per strategy, the\n"
@@ -19,6 +19,8 @@ static const char help[] =
     "  -o FILE          write the best plan as CSV: id,offset,size[,object]\n"
     "  --svg FILE.svg   draw the best plan (time across, address up)\n"
     "                   (FILE '-': standard output, and no table is printed)\n"
+    "  --title TEXT     the picture's heading (default: the file's name, without\n"
+    "                   its directory and extension, or the model's name)\n"
     "  --json           print one JSON object instead of the table\n"
     "  --align N        alignment for buffers that give none (default 1)\n"
     "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
@@ -28,7 +30,7 @@ static const char help[] =
     "Exit status: 0 done, 2 bad usage or malformed input (file:line:field named).\n";
 
 typedef struct opts {
-    const char *strategy, *out, *svg, *path, *model;
+    const char *strategy, *out, *svg, *path, *model, *title;
     bool json;
     uint64_t align;
 } opts;
@@ -57,6 +59,8 @@ static int parse(int argc, char **argv, opts *o) {
             o->out = argv[++i];
         } else if (more && !strcmp(a, "--svg")) {
             o->svg = argv[++i];
+        } else if (more && !strcmp(a, "--title")) {
+            o->title = argv[++i];
         } else if (more && !strcmp(a, "--model")) {
             o->model = argv[++i];
         } else if (more && !strcmp(a, "--align")) {
@@ -181,12 +185,14 @@ static void print_json(const result *r, size_t k, const mp_bounds_t *bd, size_t 
 }
 
 static int write_outputs(const opts *o, const mp_buffer_t *b, size_t n, const result *best,
-                         uint64_t lb) {
+                         const mp_bounds_t *bd) {
     if (!best) return EXIT_OK;
     char title[512];
-    snprintf(title, sizeof title, "%s", o->model ? o->model : o->path);
+    cli_title(title, sizeof title, o->title, o->model ? o->model : o->path);
+    mp_svg_opts_t so = {.title = title, .lower_bound = objects_kind(best) ? bd->objects : bd->offsets,
+                        .bound_name = bound_name(best)};
     if ((o->out && mp_plan_write_csv(o->out, b, n, &best->plan) != MP_OK) ||
-        (o->svg && mp_plan_write_svg(o->svg, b, n, &best->plan, lb, title) != MP_OK)) {
+        (o->svg && mp_plan_write_svg_opts(o->svg, b, n, &best->plan, &so) != MP_OK)) {
         fprintf(stderr, "memplan: %s\n", mp_last_error());
         return EXIT_INPUT;
     }
@@ -227,7 +233,7 @@ int cmd_plan(int argc, char **argv) {
         bool report = !cli_stdout_output(outs, 2);   /* else stdout carries a file */
         if (report && o.json) print_json(r, k, &bd, n, best);
         else if (report) print_table(r, k, &bd, n, best);
-        rc = write_outputs(&o, b, n, best, bd.offsets);
+        rc = write_outputs(&o, b, n, best, &bd);
         for (size_t i = 0; i < k; i++)
             if (r[i].ran && !r[i].valid) rc = EXIT_INVALID;
     }

@@ -189,7 +189,9 @@ int cmd_trace(int argc, char **argv) {
         if (json) printf("{\"events\":%zu,", st.events), print_period(&pr, true), printf("}\n");
         else print_period(&pr, false);
     } else {
-        if (mp_trace_write_svg(outp, t, &pr, title ? title : path) != MP_OK) {
+        char heading[512];
+        cli_title(heading, sizeof heading, title, path);
+        if (mp_trace_write_svg(outp, t, &pr, heading) != MP_OK) {
             fprintf(stderr, "memplan: %s\n", mp_last_error());
             rc = EXIT_INPUT;
             goto done;

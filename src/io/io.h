@@ -77,4 +77,8 @@ void mp__xml_text(FILE *f, const char *s);
 /* "1.5 MiB": v bytes in the largest binary unit keeping the number >= 1. */
 void mp__human_bytes(char *out, size_t cap, double v);
 
+/* A tick step of 1, 2 or 5 times a power of ten giving about want ticks
+ * over range (> 0). */
+double mp__nice_step(double range, double want);
+
 #endif

@@ -1,6 +1,8 @@
-/* xml.c -- text helpers shared by the SVG writers: XML character data
- * that is always well-formed, and byte counts in binary units. */
+/* xml.c -- helpers shared by the SVG writers: XML character data that is
+ * always well-formed, byte counts in binary units, round tick steps. */
 #include "io.h"
+
+#include <math.h>
 
 /* Length of the valid UTF-8 sequence at p that XML allows, 0 if none. */
 static size_t utf8_len(const unsigned char *p) {
@@ -57,3 +59,9 @@ void mp__human_bytes(char *out, size_t cap, double v) {
              unit[k]);
 }
 
+
+/* A step of 1, 2 or 5 times a power of ten giving about `want` ticks. */
+double mp__nice_step(double range, double want) {
+    double raw = range / want, mag = pow(10.0, floor(log10(raw))), r = raw / mag;
+    return (r < 1.5 ? 1.0 : r < 3.5 ? 2.0 : r < 7.5 ? 5.0 : 10.0) * mag;
+}
