@@ -228,6 +228,10 @@ typedef struct mp_chain_t {
     size_t *first_node;        /* per stage: index into the forward order of its
                                   first node; stage i spans [first_node[i],
                                   first_node[i+1]) (n+1 entries) */
+    uint64_t *grad_flops;      /* optional (NULL: fwd_flops): per stage, a run
+                                  that only feeds its own gradients -- a
+                                  FORWARD(i) right before BACKWARD(i), when
+                                  out(i) has no reader left */
 } mp_chain_t;
 
 /* The chain of r's cut points (stages = runs of forward steps between

@@ -170,7 +170,7 @@ class CRematFit(Structure):
 class CChain(Structure):
     _fields_ = [("n", size_t), ("fwd_flops", POINTER(u64)), ("bwd_flops", POINTER(u64)),
                 ("out_bytes", POINTER(u64)), ("all_bytes", POINTER(u64)),
-                ("first_node", POINTER(size_t))]
+                ("first_node", POINTER(size_t)), ("grad_flops", POINTER(u64))]
 
 
 PROGRESS = ctypes.CFUNCTYPE(None, c_void_p, size_t, size_t)

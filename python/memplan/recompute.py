@@ -31,7 +31,7 @@ RematEval = namedtuple("RematEval", "peak lower_bound forward_flops extra_flops 
 RematEval.__doc__ = ("A plan measured: peak = arena bytes of the final checked plan, "
                      "extra_flops = the recompute nodes' FLOPs.")
 FitReport = namedtuple("FitReport", "feasible min_peak candidates eval")
-Chain = namedtuple("Chain", "fwd_flops bwd_flops out_bytes all_bytes first_node")
+Chain = namedtuple("Chain", "fwd_flops bwd_flops out_bytes all_bytes first_node grad_flops")
 _ACTIONS = {1: "recompute", 2: "backward"}
 _ACTION_CODES = {v: k for k, v in _ACTIONS.items()}
 
@@ -151,7 +151,8 @@ class Remat:
         try:
             n = c.n
             return Chain(c.fwd_flops[:n], c.bwd_flops[:n], c.out_bytes[:n], c.all_bytes[:n],
-                         c.first_node[:n + 1])
+                         c.first_node[:n + 1],
+                         c.grad_flops[:n] if c.grad_flops else c.fwd_flops[:n])
         finally:
             _ffi.dll().mp_chain_free(ctypes.byref(c))
 

@@ -17,6 +17,7 @@ void mp_chain_free(mp_chain_t *c) {
     free(c->out_bytes);
     free(c->all_bytes);
     free(c->first_node);
+    free(c->grad_flops);
     memset(c, 0, sizeof *c);
 }
 
@@ -33,6 +34,47 @@ static void grad_reads(const mp_remat_t *r, bool *mark) {
     }
 }
 
+/* grad_flops: per stage, the FLOPs of the nodes its own gradients need
+ * (read by a gradient of the stage, or feeding such a node within the
+ * stage) -- what a recomputation right before BACKWARD(i) runs once
+ * prune_unread has dropped the rest (a transformer block's last linear,
+ * say).  Walks each stage's steps backwards.  O(training graph). */
+static mp_status stage_grad_flops(const mp_remat_t *r, mp_chain_t *c) {
+    size_t n_order, ng = mp_graph_node_count(r->train);
+    const size_t *order = mp_graph_order(r->train, &n_order);
+    size_t *stage = malloc((r->n_fwd + 1) * sizeof *stage);
+    bool *need = calloc(ng ? ng : 1, sizeof *need);
+    if (!stage || !need) {
+        free(stage), free(need);
+        return MP__NOMEM();
+    }
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t s = c->first_node[i]; s < c->first_node[i + 1]; s++) stage[s] = i;
+    for (size_t k = 0; k < r->n_groups; k++) {
+        size_t st = stage[r->step_of[r->grp_node[k]]];
+        for (size_t s = r->grp_start[k]; s < r->grp_start[k + 1]; s++) {
+            const mp_graph_node_t *nd = mp_graph_node(r->train, order[s]);
+            for (size_t j = 0; j < nd->n_inputs; j++) {
+                size_t p = mp__remat_producer(r, nd->inputs[j]);
+                if (p != MP_GRAPH_NONE && stage[r->step_of[p]] == st) need[p] = true;
+            }
+        }
+    }
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t s = c->first_node[i + 1]; s-- > c->first_node[i];) {
+            size_t v = r->fwd_order[s];
+            if (!need[v]) continue;
+            c->grad_flops[i] += r->flops[v];
+            const mp_graph_node_t *nd = mp_graph_node(r->train, v);
+            for (size_t j = 0; j < nd->n_inputs; j++) {
+                size_t p = mp__remat_producer(r, nd->inputs[j]);
+                if (p != MP_GRAPH_NONE && stage[r->step_of[p]] == i) need[p] = true;
+            }
+        }
+    free(stage), free(need);
+    return MP_OK;
+}
+
 mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {
     if (!c) return mp__err(MP_EINVAL, "mp_remat_chain: NULL out");
     memset(c, 0, sizeof *c);
@@ -44,8 +86,10 @@ mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {
     c->out_bytes = calloc(n, sizeof *c->out_bytes);
     c->all_bytes = calloc(n, sizeof *c->all_bytes);
     c->first_node = calloc(n + 1, sizeof *c->first_node);
+    c->grad_flops = calloc(n, sizeof *c->grad_flops);
     bool *mark = calloc(nt ? nt : 1, sizeof *mark);
-    if (!c->fwd_flops || !c->bwd_flops || !c->out_bytes || !c->all_bytes || !c->first_node || !mark) {
+    if (!c->fwd_flops || !c->bwd_flops || !c->out_bytes || !c->all_bytes || !c->first_node || !c->grad_flops ||
+        !mark) {
         free(mark);
         mp_chain_free(c);
         return MP__NOMEM();
@@ -73,7 +117,9 @@ mp_status mp_remat_chain(const mp_remat_t *r, mp_chain_t *c) {
         c->all_bytes[i] = mp__max64(c->all_bytes[i], c->out_bytes[i]);
     }
     free(mark);
-    return MP_OK;
+    mp_status s = stage_grad_flops(r, c);
+    if (s) mp_chain_free(c);
+    return s;
 }
 
 /* A chain of r: stages start at step 0 and after cuts, and end at the last
@@ -100,7 +146,9 @@ static mp_status chain_merge(const mp_chain_t *c, size_t max, mp_chain_t *out) {
     out->out_bytes = calloc(n, sizeof *out->out_bytes);
     out->all_bytes = calloc(n, sizeof *out->all_bytes);
     out->first_node = calloc(n + 1, sizeof *out->first_node);
-    if (!out->fwd_flops || !out->bwd_flops || !out->out_bytes || !out->all_bytes || !out->first_node) {
+    out->grad_flops = calloc(n, sizeof *out->grad_flops);
+    if (!out->fwd_flops || !out->bwd_flops || !out->out_bytes || !out->all_bytes || !out->first_node ||
+        !out->grad_flops) {
         mp_chain_free(out);
         return MP__NOMEM();
     }
@@ -114,6 +162,9 @@ static mp_status chain_merge(const mp_chain_t *c, size_t max, mp_chain_t *out) {
         out->bwd_flops[k] += c->bwd_flops[i];
         out->all_bytes[k] += c->all_bytes[i];
         out->out_bytes[k] = c->out_bytes[i];
+        /* a merged stage run for its own gradients: its parts in full but
+         * the last (the stages after each part read its output) */
+        out->grad_flops[k] = out->fwd_flops[k] - c->fwd_flops[i] + (c->grad_flops ? c->grad_flops[i] : c->fwd_flops[i]);
         acc += (double)c->fwd_flops[i] + 1;
         bool share_done = acc >= total * (double)(k + 1) / (double)n;
         if (k + 1 < n && (share_done || c->n - 1 - i == n - 1 - k)) out->first_node[++k] = c->first_node[i + 1];

@@ -31,6 +31,7 @@
 typedef struct dp_t {
     size_t n;
     const uint64_t *fwd;
+    const uint64_t *own;                /* a run right before its own BACKWARD */
     uint64_t *fsum;                     /* prefix sums of fwd (n + 1) */
     int64_t *ou, *au;                   /* out / all sizes in units */
     int64_t mu;                         /* the limit in units */
@@ -102,14 +103,16 @@ static void cands_top(const dp_t *d, int r, size_t s, size_t t, int64_t m, uint6
     }
 }
 
-/* The least cost of X(q, r, s, t, m) over every candidate, and which.
- * O(t - s) table reads. */
+/* The least cost of X(q, r, s, t, m) over every candidate, and which.  The
+ * base X(0, 0, s, s) runs stage s right before BACKWARD(s), which costs its
+ * grad_flops (`own`); stage n-1's base is the first pass itself, run in
+ * full.  O(t - s) table reads. */
 static uint64_t best_at(const dp_t *d, int q, int r, size_t s, size_t t, int64_t m, dp_choice *bc) {
     uint64_t best = DP_INF;
     int64_t o = src_u(d, s), A = q ? d->au[t + 1] : 0, sw = 0;
     *bc = (dp_choice){C_NONE, 0, 0};
     if (q == 0 && s == t) {
-        if (r != 2 && o + d->au[s] <= m) best = d->fwd[s], *bc = (dp_choice){C_BASE, 0, s};
+        if (r != 2 && o + d->au[s] <= m) best = r == 0 && s + 1 < d->n ? d->own[s] : d->fwd[s], *bc = (dp_choice){C_BASE, 0, s};
         return best;
     }
     size_t top = q ? t : t - 1;
@@ -301,7 +304,7 @@ static void dp_free(dp_t *d) {
  * DP reads.  O(n). */
 static mp_status dp_init(dp_t *d, const mp_chain_t *c, uint64_t limit, uint64_t u, int64_t *asum) {
     size_t n = c->n;
-    d->n = n, d->fwd = c->fwd_flops;
+    d->n = n, d->fwd = c->fwd_flops, d->own = c->grad_flops ? c->grad_flops : c->fwd_flops;
     d->fsum = calloc(n + 1, sizeof *d->fsum);
     d->ou = calloc(n, sizeof *d->ou);
     d->au = calloc(n, sizeof *d->au);
@@ -385,8 +388,8 @@ static mp_status finish(const mp_chain_t *c, uint64_t limit, ops_buf *b, mp_chai
 static uint64_t least_memory_cost(const mp_chain_t *c) {
     uint64_t pre = 0, cost = 0;
     for (size_t i = 0; i + 1 < c->n; i++) {
+        cost = add_sat(cost, add_sat(pre, c->grad_flops ? c->grad_flops[i] : c->fwd_flops[i]));
         pre = add_sat(pre, c->fwd_flops[i]);
-        cost = add_sat(cost, pre);
     }
     return cost;
 }

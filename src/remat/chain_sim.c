@@ -9,6 +9,10 @@
  * copy; its intermediate part to the BACKWARD(i) that reads it, else only at
  * its producing op.  The input of stage 0 is free.  Memory at an op is the
  * sum of the parts live there; the peak is the maximum over ops.
+ * Recomputed FLOPs: fwd_flops per FORWARD after the first pass, but
+ * grad_flops (when given) for a FORWARD(i) right before BACKWARD(i): out(i)
+ * has no reader left then (BACKWARD(i+1) is done), so only what the
+ * stage's gradients read is run.
  */
 #include "../core/internal.h"
 
@@ -23,6 +27,9 @@ static mp_status chain_check(const mp_chain_t *c) {
         return mp__err(MP_EINVAL, "chain: missing fwd_flops, out_bytes or all_bytes");
     uint64_t sum = 0;
     for (size_t i = 0; i < c->n; i++) {
+        if (c->grad_flops && c->grad_flops[i] > c->fwd_flops[i])
+            return mp__err(MP_EINVAL, "chain: stage %zu has grad_flops %llu > fwd_flops %llu", i,
+                           (unsigned long long)c->grad_flops[i], (unsigned long long)c->fwd_flops[i]);
         if (c->all_bytes[i] < c->out_bytes[i])
             return mp__err(MP_EINVAL, "chain: stage %zu has all_bytes %llu < out_bytes %llu", i,
                            (unsigned long long)c->all_bytes[i], (unsigned long long)c->out_bytes[i]);
@@ -114,7 +121,9 @@ mp_status mp_chain_simulate(const mp_chain_t *c, const mp_chain_op_t *ops, size_
         if (st) break;
         if (ops[k].kind == MP_CHAIN_BACKWARD) next_b = ops[k].stage ? ops[k].stage - 1 : SIZE_MAX;
         else if (k >= c->n) {
-            uint64_t f = c->fwd_flops[ops[k].stage];
+            size_t i = ops[k].stage;
+            bool own = c->grad_flops && k + 1 < n_ops && ops[k + 1].kind == MP_CHAIN_BACKWARD && ops[k + 1].stage == i;
+            uint64_t f = own ? c->grad_flops[i] : c->fwd_flops[i];
             if (extra > UINT64_MAX - f) st = mp__err(MP_EOVERFLOW, "chain schedule: recomputed FLOPs overflow");
             extra += f;
         }
