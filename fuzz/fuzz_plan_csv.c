@@ -1,0 +1,66 @@
+/* fuzz_plan_csv.c -- libFuzzer target: a plan CSV read for a problem, then
+ * the plan checker.
+ *
+ * The input is a records file and a plan file separated by a line "%%"
+ * (records, "\n%%\n", plan); without the separator the whole input is the
+ * plan, read for a fixed problem of five buffers (two aligned) so that
+ * mutations of a plan alone reach the checker.  A plan the reader accepts
+ * goes through mp_plan_check: accepted, its footprint must match the
+ * checker's and respect the offsets bound; refused, it must say why. */
+#include "fuzz.h"
+
+#include <stdlib.h>
+
+/* The checker is O(n log n); the cap only keeps single inputs fast. */
+enum { MAX_BUFFERS = 4000 };
+
+static const mp_buffer_t fixed[] = {
+    {.id = 0, .first = 0, .last = 1, .size = 100, .align = 0},
+    {.id = 1, .first = 1, .last = 2, .size = 200, .align = 64},
+    {.id = 2, .first = 2, .last = 3, .size = 100, .align = 0},
+    {.id = 7, .first = 0, .last = 3, .size = 24, .align = 8},
+    {.id = 9, .first = 3, .last = 3, .size = 1, .align = 0},
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > FZ_MAX_INPUT) return 0;
+    const uint8_t *plan_text;
+    size_t plan_n;
+    size_t rec_n = fz_split(data, size, "\n%%\n", &plan_text, &plan_n);
+    mp_buffer_t *b = NULL;
+    const mp_buffer_t *pb = fixed;
+    size_t n = sizeof fixed / sizeof fixed[0];
+    if (plan_text) {
+        if (mp_records_read(fz_file(data, rec_n), &b, &n) != MP_OK) return 0;
+        pb = b;
+        if (n > MAX_BUFFERS) goto done;
+    } else {
+        plan_text = data;
+        plan_n = size;
+    }
+    mp_bounds_t bd;
+    FZ_CHECK(mp_bounds_compute(pb, n, &bd) == MP_OK, "mp_bounds_compute failed");
+    mp_plan_t p;
+    mp_status st = mp_plan_read_csv(fz_file(plan_text, plan_n), pb, n, &p);
+    if (st != MP_OK) {
+        FZ_CHECK(p.offset == NULL && p.n == 0, "a failed read left a plan");
+        FZ_CHECK(mp_last_error()[0] != 0, "a failed read without a message");
+        goto done;
+    }
+    FZ_CHECK(p.n == n, "plan read for n buffers has another count");
+    mp_check_report_t rep;
+    st = mp_plan_check(pb, n, &p, &rep);
+    if (st == MP_OK) {
+        FZ_CHECK(rep.footprint == p.footprint, "checker and reader disagree on the footprint");
+        FZ_CHECK(p.footprint >= bd.offsets, "a valid plan below the offsets lower bound");
+        FZ_CHECK(!p.object || p.footprint >= bd.objects, "a valid object plan below the objects bound");
+    } else {
+        FZ_CHECK(st == MP_ECONFLICT || st == MP_EINVAL || st == MP_EOVERFLOW,
+                 "unexpected checker status");
+        FZ_CHECK(mp_last_error()[0] != 0, "a refused plan without a message");
+    }
+    mp_plan_free(&p);
+done:
+    free(b);
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* fuzz_trace.c -- libFuzzer target: a trace (memplan-trace/1) through
+ * statistics, iteration detection and planning.
+ *
+ * A trace the reader accepts goes through: its statistics, a write/read
+ * round trip (same events), iteration detection with the default and with
+ * looser parameters (the period's fields must be consistent: iterations
+ * back to back, prefix + iterations + tail = the trace), the usage records
+ * of the cleanest iteration and of the whole trace planned and checked,
+ * and the memory-load picture. */
+#include "fuzz.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Planning is superlinear; records windows above this are not planned. */
+enum { MAX_BUFFERS = 2000 };
+
+static void plan_window(const mp_trace_t *t, size_t from, size_t to) {
+    mp_buffer_t *b = NULL;
+    size_t n = 0;
+    mp_status st = mp_trace_records(t, from, to, &b, &n);
+    FZ_CHECK(st == MP_OK || st == MP_ENOMEM, "mp_trace_records failed");
+    if (st == MP_OK) fz_plan_checked(b, n, MAX_BUFFERS, "auto");
+    free(b);
+}
+
+static void check_period(const mp_period_t *p, size_t events) {
+    if (!p->found) {
+        FZ_CHECK(p->period == 0 && p->iterations == 0 && p->start == NULL, "no period, yet fields");
+        return;
+    }
+    FZ_CHECK(p->period > 0 && p->iterations >= 2 && p->start != NULL, "period fields");
+    FZ_CHECK(p->start[0] == p->prefix, "prefix is not start[0]");
+    for (size_t j = 0; j < p->iterations; j++)
+        FZ_CHECK(p->start[j] < p->start[j + 1], "iterations not increasing");
+    FZ_CHECK(p->start[p->iterations] + p->tail == events, "prefix + iterations + tail != events");
+    FZ_CHECK(p->clean < p->iterations, "clean iteration out of range");
+    for (size_t k = 0; k < p->n_cross; k++) FZ_CHECK(p->cross[k] < events, "cross out of range");
+}
+
+static void round_trip(const mp_trace_t *t) {
+    const char *path = fz_tmp("t.trace");
+    FZ_CHECK(mp_trace_write(path, t) == MP_OK, "mp_trace_write failed");
+    mp_trace_t *u = NULL;
+    FZ_CHECK(mp_trace_read(path, &u) == MP_OK, "a trace written cannot be read back");
+    size_t n, m;
+    const mp_event_t *a = mp_trace_events(t, &n), *b = mp_trace_events(u, &m);
+    FZ_CHECK(n == m, "trace read back: event count differs");
+    for (size_t i = 0; i < n; i++)
+        FZ_CHECK(a[i].kind == b[i].kind && a[i].handle == b[i].handle && a[i].size == b[i].size &&
+                     a[i].ns == b[i].ns && a[i].block == b[i].block && a[i].end == b[i].end,
+                 "trace read back: events differ");
+    mp_trace_free(u);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > FZ_MAX_INPUT) return 0;
+    mp_trace_t *t = NULL;
+    if (mp_trace_read(fz_file(data, size), &t) != MP_OK) {
+        FZ_CHECK(t == NULL && mp_last_error()[0], "a failed read without a message");
+        return 0;
+    }
+    size_t n;
+    mp_trace_events(t, &n);
+    mp_trace_stats_t s;
+    FZ_CHECK(mp_trace_stats(t, &s) == MP_OK, "mp_trace_stats failed");
+    FZ_CHECK(s.events == n && s.allocs + s.frees + s.reads + s.writes == n, "stats: counts");
+    FZ_CHECK(s.peak_bytes <= s.bytes && s.live_bytes <= s.peak_bytes, "stats: bytes");
+    round_trip(t);
+    mp_period_params_t pp[2];
+    mp_period_params_default(&pp[0]);
+    pp[1] = (mp_period_params_t){.max_edits = 8, .min_iterations = 3};
+    for (int k = 0; k < 2; k++) {
+        mp_period_t p;
+        mp_status st = mp_period_detect(t, &pp[k], &p);
+        FZ_CHECK(st == MP_OK || st == MP_ENOMEM, "mp_period_detect failed");
+        if (st != MP_OK) continue;
+        check_period(&p, n);
+        if (p.found) plan_window(t, p.start[p.clean], p.start[p.clean + 1]);
+        if (k == 0)
+            FZ_CHECK(mp_trace_write_svg("/dev/null", t, &p, "fuzz") == MP_OK,
+                     "mp_trace_write_svg failed");
+        mp_period_free(&p);
+    }
+    plan_window(t, 0, n);
+    mp_trace_free(t);
+    return 0;
+}
