@@ -101,6 +101,48 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
 mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                                uint64_t *lower_bound);
 
+/* ---- anytime "auto" (src/exact/anytime.c) ---------------------------------
+ * "auto" given time: its heuristics first, then, until the time limit or a
+ * proof of optimality, the exact search (problems whose parts have at most
+ * 3000 buffers) or local improvement of the plan (larger parts), on one
+ * thread per core (two at most).  It always holds a valid plan, never worse
+ * than auto's, and ends with what it proved: optimal, or a gap. */
+
+/* What the progress callback sees; offset and the strings are valid only
+ * during the call. */
+typedef struct mp_anytime_progress_t {
+    double seconds;          /* since the call began */
+    uint64_t footprint;      /* of the plan held now */
+    uint64_t lower_bound;    /* proven now */
+    const char *source;      /* what made the plan: a heuristic's name,
+                                "exact" or "improve" */
+    const uint64_t *offset;  /* the plan held now: n offsets, valid */
+    size_t n;
+} mp_anytime_progress_t;
+
+typedef struct mp_auto_opts_t {
+    double time_limit;       /* seconds for the whole call; <= 0: "auto" as
+                                mp_plan_auto, the heuristics alone */
+    unsigned threads;        /* 0: two on a machine of two cores or more; else
+                                1 or 2 */
+    /* Called (NULL: never) after the heuristics and whenever the plan held
+     * improves or the proven bound rises, one call at a time, from the
+     * calling thread or a worker; it must not call into the same plan. */
+    void (*progress)(void *ctx, const mp_anytime_progress_t *p);
+    void *ctx;
+} mp_auto_opts_t;
+
+/* Plans n buffers as "auto" does and, with a time limit, goes on improving
+ * the plan and the bound until the limit or a proof of optimality; fills
+ * *out (free with mp_plan_free; its strategy is what made the plan: a
+ * heuristic's name, "exact" or "improve") and report (may be
+ * NULL): status MP_EXACT_OPTIMAL or MP_EXACT_GAP, footprint, lower_bound,
+ * start (auto's footprint) and start_strategy, nodes of the exact search,
+ * seconds, hit_limit (the time ran out before a proof).  opts NULL: no time
+ * limit.  The problem is validated first; on failure *out is zeroed. */
+mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t *opts,
+                            mp_plan_t *out, mp_exact_report_t *report);
+
 #ifdef __cplusplus
 }
 #endif

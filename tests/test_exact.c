@@ -14,6 +14,7 @@
 #include "gen.h"
 #include "harness.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,10 +347,122 @@ static void test_edges(void) {
     MP_CHECK(!strcmp(mp_exact_status_name(MP_EXACT_GAP), "gap"));
 }
 
+/* ---- anytime "auto" (mp_plan_auto_opts) ------------------------------------ */
+
+/* Watches the progress: every plan held passes the checker, footprints
+ * never rise, bounds never fall and never pass the footprint. */
+typedef struct watch {
+    const mp_buffer_t *b;
+    size_t n;
+    uint64_t fp, lb;
+    long calls, bad;
+} watch;
+
+static void watch_progress(void *ctx, const mp_anytime_progress_t *p) {
+    watch *w = ctx;
+    mp_plan_t pl = {.n = p->n, .offset = (uint64_t *)p->offset, .footprint = p->footprint};
+    if (p->n != w->n || mp_plan_check(w->b, w->n, &pl, NULL) != MP_OK) w->bad++;
+    if (w->calls && (p->footprint > w->fp || p->lower_bound < w->lb)) w->bad++;
+    if (p->lower_bound > p->footprint || !p->source) w->bad++;
+    w->fp = p->footprint, w->lb = p->lower_bound, w->calls++;
+}
+
+/* Anytime auto on b for limit seconds with threads: the plan is checked,
+ * never worse than any heuristic auto runs, its statement true (opt: the
+ * known optimum, 0: unknown).  Returns the report. */
+static mp_exact_report_t anytime(const mp_buffer_t *b, size_t n, double limit, unsigned threads,
+                                 uint64_t opt) {
+    watch w = {.b = b, .n = n};
+    mp_auto_opts_t o = {.time_limit = limit, .threads = threads, .progress = watch_progress,
+                        .ctx = &w};
+    mp_plan_t p;
+    mp_exact_report_t r;
+    memset(&r, 0, sizeof r);
+    double t0 = mp__xnow();
+    if (!MP_CHECK_OK(mp_plan_auto_opts(b, n, &o, &p, &r))) return r;
+    double took = mp__xnow() - t0;
+    MP_CHECK_OK(mp_plan_check(b, n, &p, NULL));
+    MP_CHECK(w.bad == 0 && w.calls >= 1 && w.fp == p.footprint);
+    MP_CHECK(p.footprint == r.footprint && r.lower_bound <= r.footprint && r.footprint <= r.start);
+    MP_CHECK(r.status == (r.footprint == r.lower_bound ? MP_EXACT_OPTIMAL : MP_EXACT_GAP));
+    MP_CHECK(r.hit_limit == (r.status == MP_EXACT_GAP && limit > 0));
+    if (opt) MP_CHECK(r.lower_bound <= opt && opt <= r.footprint);
+    MP_CHECK(took < limit + 10.0); /* the heuristics and slack for sanitizers */
+    static const char *const heur[] = {"greedy-size", "strip-bestfit", "greedy-breadth",
+                                       "smartpool-bestfit", "smartpool-firstfit", "inorder"};
+    for (size_t k = 0; k < sizeof heur / sizeof heur[0]; k++) {
+        mp_plan_t h;
+        MP_CHECK_OK(mp_plan_compute(b, n, heur[k], &h));
+        if (!MP_CHECK(p.footprint <= h.footprint))
+            fprintf(stderr, "  anytime %llu above %s's %llu\n", (unsigned long long)p.footprint,
+                    heur[k], (unsigned long long)h.footprint);
+        mp_plan_free(&h);
+    }
+    mp_plan_free(&p);
+    return r;
+}
+
+static void test_anytime(void) {
+    /* no time limit: exactly "auto" */
+    static mp_buffer_t b[1 + 16384];
+    for (int shape = 0; shape < MP_GEN_SHAPES; shape++) {
+        mp_gen_problem(b, 300, (mp_gen_shape)shape, 11 + (uint64_t)shape);
+        mp_plan_t a, t;
+        mp_exact_report_t r;
+        mp_auto_report_t ar;
+        MP_CHECK_OK(mp_plan_auto(b, 300, &a, &ar));
+        MP_CHECK_OK(mp_plan_auto_opts(b, 300, NULL, &t, &r));
+        MP_CHECK(a.footprint == t.footprint && !strcmp(a.strategy, t.strategy) &&
+                 !memcmp(a.offset, t.offset, 300 * sizeof *a.offset));
+        MP_CHECK(r.lower_bound == ar.lower_bound && !r.hit_limit && r.nodes == 0);
+        mp_plan_free(&a), mp_plan_free(&t);
+    }
+    /* tiny problems: the statement against brute force */
+    uint64_t st = 4242;
+    for (int iter = 0; iter < 150; iter++) {
+        size_t n = tiny_problem(b, &st);
+        uint64_t opt = brute_opt(b, n);
+        mp_exact_report_t r = anytime(b, n, 0.5, 1 + iter % 2, opt);
+        MP_CHECK(r.status == MP_EXACT_OPTIMAL && r.footprint == opt);
+    }
+    /* a perfect packing the search does not solve at once: both threads,
+     * one thread; the bound is the optimum */
+    const uint64_t opt = 1024 * 1024;
+    size_t n = puzzle(b, 5, 9);
+    for (unsigned th = 1; th <= 2; th++) {
+        mp_exact_report_t r = anytime(b, n, 0.5, th, opt);
+        MP_CHECK(r.lower_bound == opt);
+    }
+    /* a part above the exact search's size: local improvement */
+    /* (a perfect packing above one buffer live throughout, so that it is
+     * one part) */
+    n = 0;
+    for (uint64_t seed = 1; n <= MP__X_MAX_N && seed < 20; seed++) {
+        b[0] = (mp_buffer_t){.id = 0, .first = 0, .last = 1999, .size = 1024};
+        n = 1, st = seed;
+        puzzle_cut(b, &n, &st, 0, 2000, 1, 1024, 14); /* at most 2^14 more */
+    }
+    MP_CHECK(n > MP__X_MAX_N);
+    for (unsigned th = 1; th <= 2; th++) {
+        mp_exact_report_t r = anytime(b, n, 1.0, th, opt);
+        if (!MP_CHECK(r.lower_bound == opt && r.nodes == 0))
+            fprintf(stderr, "  n %zu lb %llu nodes %llu\n", n, (unsigned long long)r.lower_bound, (unsigned long long)r.nodes);
+    }
+    /* errors, not crashes */
+    mp_buffer_t bad[] = {{1, 5, 4, 8, 0}};
+    mp_plan_t p;
+    mp_auto_opts_t o = {.time_limit = 1};
+    MP_CHECK(mp_plan_auto_opts(bad, 1, &o, &p, NULL) == MP_EINVAL && p.offset == NULL);
+    o.time_limit = NAN;
+    MP_CHECK(mp_plan_auto_opts(b, 3, &o, &p, NULL) == MP_EINVAL && p.offset == NULL);
+    MP_CHECK(mp_plan_auto_opts(b, 3, NULL, NULL, NULL) == MP_EINVAL);
+}
+
 int main(void) {
     test_edges();
     test_tiny_random();
     test_middle();
     test_limits();
+    test_anytime();
     return mp_test_finish("test_exact");
 }

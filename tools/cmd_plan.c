@@ -8,7 +8,8 @@
 
 static const char help[] =
     "usage: memplan plan [--strategy NAME|all] [-o PLAN.csv] [--svg FILE.svg] [--title TEXT]\n"
-    "                    [--json] [--align N] (RECORDS.csv | --model NAME|RECORDS.csv)\n"
+    "                    [--json] [--align N] [--time-limit S]\n"
+    "                    (RECORDS.csv | --model NAME|RECORDS.csv)\n"
     "\n"
     "Plans the buffers of RECORDS.csv (header id,first,last,size with inclusive\n"
     "times, or id,lower,upper,size half-open) and prints, per strategy, the\n"
@@ -23,6 +24,10 @@ static const char help[] =
     "                   its directory and extension, or the model's name)\n"
     "  --json           print one JSON object instead of the table\n"
     "  --align N        alignment for buffers that give none (default 1)\n"
+    "  --time-limit S   auto only: after the heuristics, improve the plan for up to\n"
+    "                   S seconds (exact search or local improvement, both cores),\n"
+    "                   printing progress to stderr, and report 'optimal' or the\n"
+    "                   proven gap (default: the heuristics alone)\n"
     "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
     "                   a name that is no built-in model but a file (records exported\n"
     "                   earlier, e.g. by 'memplan models --write') is read as RECORDS.csv\n"
@@ -33,6 +38,7 @@ typedef struct opts {
     const char *strategy, *out, *svg, *path, *model, *title;
     bool json;
     uint64_t align;
+    double time_limit;          /* auto --time-limit S; 0: none */
 } opts;
 
 typedef struct result {
@@ -40,7 +46,8 @@ typedef struct result {
     mp_plan_t plan;
     double ms;
     bool valid, skipped, ran;
-    mp_exact_report_t exact;    /* the "exact" row's proof */
+    mp_exact_report_t exact;    /* the "exact" row's proof, or anytime auto's */
+    bool anytime;               /* auto with --time-limit */
 } result;
 
 static int parse(int argc, char **argv, opts *o) {
@@ -69,6 +76,14 @@ static int parse(int argc, char **argv, opts *o) {
                 fprintf(stderr, "memplan: --align must be a power of two\n");
                 return EXIT_INPUT;
             }
+        } else if (more && !strcmp(a, "--time-limit")) {
+            char *end;
+            const char *v = argv[++i];
+            o->time_limit = strtod(v, &end);
+            if (!*v || *end || !(o->time_limit > 0) || o->time_limit > 1e6) {
+                fprintf(stderr, "memplan plan: --time-limit wants seconds > 0, not '%s'\n", v);
+                return EXIT_INPUT;
+            }
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "memplan plan: unknown or incomplete option '%s'\n%s", a, help);
             return EXIT_INPUT;
@@ -86,19 +101,40 @@ static int parse(int argc, char **argv, opts *o) {
     if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy))
         return cli_unknown("memplan plan", "strategy", o->strategy, cli_strategy_name,
                            "see 'memplan strategies'");
+    if (o->time_limit > 0 && strcmp(o->strategy, "auto")) {
+        fprintf(stderr, "memplan plan: --time-limit works with --strategy auto only\n");
+        return EXIT_INPUT;
+    }
     return o->svg && !cli_svg_name("--svg", o->svg) ? EXIT_INPUT : EXIT_OK;
 }
 
+/* Anytime auto's progress on stderr. */
+static void progress(void *ctx, const mp_anytime_progress_t *p) {
+    (void)ctx;
+    double lb = (double)p->lower_bound, gap = lb > 0 ? 100.0 * ((double)p->footprint - lb) / lb : 0;
+    fprintf(stderr, "memplan: %7.2f s  footprint %llu  lower bound %llu  gap %.3f%%  (%s)\n",
+            p->seconds, (unsigned long long)p->footprint, (unsigned long long)p->lower_bound, gap,
+            p->source);
+}
+
 /* Runs and checks one strategy; returns false on a planner failure. */
-static bool run(const mp_buffer_t *b, size_t n, result *r) {
+static bool run(const mp_buffer_t *b, size_t n, result *r, double time_limit) {
     const mp_strategy_info_t *info = mp_strategy_find(r->name);
     if (info->all_limit && n > info->all_limit && r->skipped) return true;
     r->skipped = false;
     if (n >= 100000) fprintf(stderr, "memplan: planning %zu buffers with %s...\n", n, r->name);
     double t0 = cli_now_ms();
     /* "exact" through its own call (same defaults) for the proof it reports */
-    mp_status s = strcmp(r->name, "exact") ? mp_plan_compute(b, n, r->name, &r->plan)
-                                           : mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
+    mp_status s;
+    if (!strcmp(r->name, "exact")) {
+        s = mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
+    } else if (time_limit > 0) { /* auto with a time limit (parse allows no other) */
+        mp_auto_opts_t ao = {.time_limit = time_limit, .progress = progress};
+        r->anytime = true;
+        s = mp_plan_auto_opts(b, n, &ao, &r->plan, &r->exact);
+    } else {
+        s = mp_plan_compute(b, n, r->name, &r->plan);
+    }
     r->ms = cli_now_ms() - t0;
     if (s != MP_OK) {
         fprintf(stderr, "memplan: %s: %s\n", r->name, mp_last_error());
@@ -154,6 +190,17 @@ static void print_table(const result *r, size_t k, const mp_bounds_t *bd, size_t
                    r[i].exact.status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap",
                    (unsigned long long)r[i].exact.lower_bound,
                    r[i].exact.hit_limit ? " (stopped by MEMPLAN_EXACT_TIME/_NODES)" : "");
+    for (size_t i = 0; i < k; i++) {
+        const mp_exact_report_t *x = &r[i].exact;
+        if (!r[i].ran || !r[i].anytime) continue;
+        printf("auto --time-limit: %s, lower bound %llu; heuristics alone %llu (%s); %.2f s\n",
+               x->status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap",
+               (unsigned long long)x->lower_bound, (unsigned long long)x->start, x->start_strategy,
+               x->seconds);
+        if (x->status != MP_EXACT_OPTIMAL)
+            printf("proven gap: %.3f%% above the lower bound (time ran out)\n",
+                   100.0 * ((double)x->footprint - (double)x->lower_bound) / (double)x->lower_bound);
+    }
     for (size_t i = 0; i < k; i++)
         if (!r[i].ran)
             printf("skipped %s: above %zu buffers (see 'memplan strategies')\n", r[i].name,
@@ -223,7 +270,7 @@ int cmd_plan(int argc, char **argv) {
         const mp_strategy_info_t *info = mp_strategy_info(i);
         if (all ? info->kind == MP_KIND_META : strcmp(info->name, o.strategy)) continue;
         r[k] = (result){.name = info->name, .skipped = all};
-        if (!run(b, n, &r[k++])) rc = EXIT_INPUT;
+        if (!run(b, n, &r[k++], o.time_limit)) rc = EXIT_INPUT;
     }
     const result *best = NULL;
     for (size_t i = 0; i < k; i++)

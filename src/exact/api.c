@@ -71,6 +71,7 @@ typedef struct run {
     mp__xsolver *sv;          /* per part; part.n == 0 when not searched */
     uint64_t *lo, *hi;        /* per part */
     uint64_t *off;            /* the whole plan */
+    const mp__xhooks *h;      /* NULL, or anytime "auto"'s hooks */
 } run;
 
 static void run_free(run *r) {
@@ -110,6 +111,10 @@ static mp_status setup_parts(run *r) {
             break;
         }
         r->lo[k] = r->sv[k].lo, r->hi[k] = r->sv[k].hi;
+        if (r->h && r->h->stream) { /* another thread's sequences of orders */
+            r->sv[k].round = 4 + 100003u * r->h->stream;
+            r->sv[k].iround = 50001u * r->h->stream;
+        }
     }
     free(start);
     return s;
@@ -138,6 +143,21 @@ static bool late(const run *r) {
     return l->deadline > 0 && mp__xnow() > l->deadline - r->o->time_limit / 2;
 }
 
+static void collect(run *r);
+
+/* Tells the hooks of a better plan or a higher bound than last told. */
+static void publish(run *r, uint64_t *told_fp, uint64_t *told_lb) {
+    if (!r->h || !r->h->publish) return;
+    uint64_t fp = max_of(r->hi, r->n_parts), lb = max_of(r->lo, r->n_parts);
+    if (fp < *told_fp) {
+        collect(r);
+        r->h->publish(r->h->ctx, r->off, fp, lb);
+    } else if (lb > *told_lb) {
+        r->h->publish(r->h->ctx, NULL, 0, lb);
+    }
+    *told_fp = mp__min64(*told_fp, fp), *told_lb = mp__max64(*told_lb, lb);
+}
+
 /* Minimising: restarts over the parts that can still lower the footprint.
  * Of every MP__X_IMPROVE restarts one looks for a better plan, the others
  * search at the bound; each kind has its own Luby sequence of budgets
@@ -145,7 +165,7 @@ static bool late(const run *r) {
  * the bound run exactly as they would alone, only slower. */
 static mp_status minimise(run *r) {
     mp_status s = MP_OK;
-    uint64_t nb = 0, ni = 0;
+    uint64_t nb = 0, ni = 0, told_fp = max_of(r->hi, r->n_parts), told_lb = 0;
     for (uint64_t i = 1; s == MP_OK && !r->lim.hit; i++) {
         bool improve = i % MP__X_IMPROVE == 0 || (late(r) && i % 2 == 0);
         uint64_t g = max_of(r->lo, r->n_parts), budget = MP__X_UNIT * luby(improve ? ++ni : ++nb);
@@ -158,6 +178,7 @@ static mp_status minimise(run *r) {
             r->lo[k] = v->lo, r->hi[k] = v->hi;
             g = mp__max64(g, v->lo);
         }
+        publish(r, &told_fp, &told_lb);
         if (!open) break;
     }
     return s;
@@ -191,27 +212,18 @@ static void collect(run *r) {
     }
 }
 
-/* The whole call on a normalized problem: off[] receives the plan. */
-static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o,
-                           uint64_t *off, mp_exact_report_t *rep) {
-    double t0 = mp__xnow();
-    run r = {.b = b, .n = n, .o = o, .off = off};
+/* The search from the plan in off[] (made by start_strategy), started at
+ * t0: off[] receives the best plan. */
+static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
+                          const char *start_strategy, const mp__xhooks *h, double t0,
+                          mp_exact_report_t *rep) {
+    run r = {.b = b, .n = n, .o = o, .off = off, .h = h};
     r.lim.node_limit = mp__xnode_limit(o, n);
     r.lim.deadline = o->time_limit > 0 ? t0 + o->time_limit : 0;
+    r.lim.stop = h ? h->stop : NULL;
     memset(rep, 0, sizeof *rep);
-    mp_plan_t start = {0};
-    mp_auto_report_t ar = {0};
-    mp_status s = MP_OK;
-    if (!o->no_heuristics && n) {
-        s = mp__auto(b, n, &start, &ar);
-        if (s == MP_OK) memcpy(off, start.offset, n * sizeof *off);
-        rep->start_strategy = ar.winner;
-        mp_plan_free(&start);
-    } else {
-        s = mp__offsets_naive(b, n, off);
-        rep->start_strategy = "naive";
-    }
-    if (s == MP_OK) s = mp__offsets_bound(b, n, &rep->load_bound);
+    rep->start_strategy = start_strategy;
+    mp_status s = mp__offsets_bound(b, n, &rep->load_bound);
     if (s != MP_OK) return s;
     rep->start = mp__footprint(b, n, off);
     uint64_t cap = o->capacity;
@@ -239,6 +251,42 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
     rep->hit_limit = r.lim.hit;
     rep->seconds = mp__xnow() - t0;
     run_free(&r);
+    return s;
+}
+
+/* The whole call on a normalized problem: off[] receives the plan. */
+static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o,
+                           uint64_t *off, mp_exact_report_t *rep) {
+    double t0 = mp__xnow();
+    mp_plan_t start = {0};
+    mp_auto_report_t ar = {0};
+    mp_status s;
+    const char *from = "naive";
+    if (!o->no_heuristics && n) {
+        s = mp__auto(b, n, &start, &ar);
+        if (s == MP_OK) memcpy(off, start.offset, n * sizeof *off);
+        from = ar.winner;
+        mp_plan_free(&start);
+    } else {
+        s = mp__offsets_naive(b, n, off);
+    }
+    if (s != MP_OK) return s;
+    return run_from(b, n, o, off, from, NULL, t0, rep);
+}
+
+mp_status mp__xminimise(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
+                        const char *start_strategy, const mp__xhooks *h, mp_exact_report_t *rep) {
+    mp_exact_opts_t mo = *o;
+    mo.capacity = 0;
+    return run_from(b, n, &mo, off, start_strategy, h, mp__xnow(), rep);
+}
+
+mp_status mp__xlargest_part(const mp_buffer_t *b, size_t n, size_t *largest) {
+    size_t *idx, *at, np;
+    mp_status s = mp__xsplit(b, n, &idx, &at, &np);
+    *largest = 0;
+    for (size_t k = 0; s == MP_OK && k < np; k++) *largest = mp__max64(*largest, at[k + 1] - at[k]);
+    if (s == MP_OK) free(idx), free(at);
     return s;
 }
 

@@ -15,6 +15,8 @@
 
 #include "../core/internal.h"
 
+#include <stdatomic.h>
+
 #define MP__XNONE UINT32_MAX
 
 /* ---- parts (part.c) ------------------------------------------------------ */
@@ -63,6 +65,7 @@ typedef struct mp__xlimit {
     uint64_t node_limit;   /* 0: none */
     double deadline;       /* mp__xnow() value, 0: none */
     bool hit;              /* a node or time limit stopped a search */
+    atomic_int *stop;      /* NULL, or set by another thread to stop this one */
 } mp__xlimit;
 
 double mp__xnow(void);     /* monotonic seconds */
@@ -166,6 +169,53 @@ mp_status mp__xprepare(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *op
 
 /* The node limit of a call on n buffers under o (0: none). */
 uint64_t mp__xnode_limit(const mp_exact_opts_t *o, size_t n);
+
+/* ---- minimising from a given plan, for anytime "auto" (anytime.c) ------------ */
+
+/* What mp__xminimise tells its caller while it runs. */
+typedef struct mp__xhooks {
+    unsigned stream;       /* 0: the orders of mp_exact_solve; k > 0: other sequences */
+    atomic_int *stop;      /* NULL, or a flag that stops the search when set */
+    /* called when the plan improves (off: the whole plan, footprint) or the
+     * proven lower bound rises (off NULL); NULL: not called */
+    void (*publish)(void *ctx, const uint64_t *off, uint64_t footprint, uint64_t lower_bound);
+    void *ctx;
+} mp__xhooks;
+
+/* Minimises the normalized problem b from the valid plan off[0..n) (its
+ * footprint start_fp came from start_strategy) within o's limits, as
+ * mp_exact_solve does after its heuristics; off receives the best plan and
+ * rep the report.  Parts above MP__X_MAX_N buffers are left as they are. */
+mp_status mp__xminimise(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
+                        const char *start_strategy, const mp__xhooks *h, mp_exact_report_t *rep);
+
+/* The largest part (buffers connected by overlapping lifetimes) of the
+ * normalized problem b: the exact search models parts up to MP__X_MAX_N. */
+mp_status mp__xlargest_part(const mp_buffer_t *b, size_t n, size_t *largest);
+
+/* ---- local improvement of large plans (lns.c) -------------------------------- */
+
+typedef struct mp__xlns mp__xlns;
+
+/* A ruin-and-recreate improver of the valid plan off[0..n) of the
+ * normalized problem b, with its own random sequence from seed. */
+mp_status mp__xlns_new(const mp_buffer_t *b, size_t n, const uint64_t *off, uint64_t seed,
+                       mp__xlns **out);
+void mp__xlns_free(mp__xlns *l);
+/* Steps end early, keeping the plan they started from, after deadline
+ * (mp__xnow() time; 0: none) or once *stop is set (stop may be NULL). */
+void mp__xlns_limit(mp__xlns *l, double deadline, atomic_int *stop);
+/* One step; *improved when the footprint fell.  The plan stays valid. */
+mp_status mp__xlns_step(mp__xlns *l, bool *improved);
+uint64_t mp__xlns_footprint(const mp__xlns *l);
+const uint64_t *mp__xlns_plan(const mp__xlns *l);
+/* Places every buffer anew by first fit in the order of rule (0: size, then
+ * lifetime, decreasing; 1: by offset; 2: lifetime, then size; 3: as 0 with
+ * random swaps; 4-6: size, then first ascending, last descending, lifetime
+ * ascending; 7: area) and keeps the plan when it is no worse. */
+mp_status mp__xlns_rebuild(mp__xlns *l, unsigned rule, bool *improved);
+/* Continues from another valid plan (e.g. a better one of another thread). */
+void mp__xlns_adopt(mp__xlns *l, const uint64_t *off);
 
 /* Overflow-safe "x + y <= cap". */
 static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {

@@ -244,7 +244,9 @@ static bool count_node(mp__xsearch *s) {
     l->nodes++;
     if (l->nodes >= s->stop_at) return false;
     if (l->node_limit && l->nodes >= l->node_limit) return l->hit = true, false;
-    if (l->deadline > 0 && (l->nodes & 1023) == 0 && mp__xnow() >= l->deadline)
+    if ((l->nodes & 1023) == 0 &&
+        ((l->deadline > 0 && mp__xnow() >= l->deadline) ||
+         (l->stop && atomic_load_explicit(l->stop, memory_order_relaxed))))
         return l->hit = true, false;
     return true;
 }
