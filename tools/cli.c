@@ -223,7 +223,7 @@ void cli_title(char *buf, size_t len, const char *given, const char *path) {
     const char *base = strrchr(path, '/');
     base = base && base[1] ? base + 1 : path;
     size_t k = strlen(base);
-    static const char *const ext[] = {".gz", ".csv", ".json", ".trace", ".txt"};
+    static const char *const ext[] = {".gz", ".csv", ".json", ".trace", ".txt", ".records"};
     for (size_t again = 1; again;) {
         again = 0;
         for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {

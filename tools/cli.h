@@ -105,5 +105,6 @@ int cmd_trace(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_remat(int argc, char **argv);
 int cmd_swap(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

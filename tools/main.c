@@ -19,6 +19,7 @@ static const char usage[] =
     "  trace       statistics, records, period and SVG of a malloc/free trace\n"
     "  graph       check a computation graph, derive its records and plan them\n"
     "  remat       train in less memory: recomputation policies, budgets, --run\n"
+    "  report      one HTML page: strategies, the best plan, memory load and peak\n"
     "\n"
     "'memplan help COMMAND' (or 'memplan COMMAND --help') describes one command.\n"
     "Formats: docs/formats.md.\n";
@@ -32,6 +33,7 @@ static const command cmds[] = {
     {"plan", cmd_plan},           {"check", cmd_check},   {"bounds", cmd_bounds},
     {"strategies", cmd_strategies}, {"models", cmd_models}, {"trace", cmd_trace},
     {"graph", cmd_graph},         {"remat", cmd_remat},   {"swap", cmd_swap},
+    {"report", cmd_report},
 };
 enum { N_CMDS = sizeof cmds / sizeof cmds[0] };
 

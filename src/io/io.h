@@ -74,6 +74,11 @@ mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, 
  * spaces, bytes that are not valid UTF-8 as '?' (src/io/xml.c). */
 void mp__xml_text(FILE *f, const char *s);
 
+/* Length of the valid UTF-8 sequence at p that XML allows (no overlong
+ * forms, surrogates, U+FFFE/FFFF or code points past U+10FFFF), 0 if p
+ * starts none (an ASCII byte included). */
+size_t mp__utf8_len(const unsigned char *p);
+
 /* "1.5 MiB": v bytes in the largest binary unit keeping the number >= 1. */
 void mp__human_bytes(char *out, size_t cap, double v);
 

@@ -5,7 +5,7 @@
 #include <math.h>
 
 /* Length of the valid UTF-8 sequence at p that XML allows, 0 if none. */
-static size_t utf8_len(const unsigned char *p) {
+size_t mp__utf8_len(const unsigned char *p) {
     size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
     if (p[0] < 0xC2 || p[0] > 0xF4) return 0;
     for (size_t k = 1; k < len; k++)
@@ -36,7 +36,7 @@ void mp__xml_text(FILE *f, const char *s) {
                 fputc(' ', f);
             } else if (*p < 0x80) {
                 fputc(*p, f);
-            } else if ((len = utf8_len(p)) != 0) {
+            } else if ((len = mp__utf8_len(p)) != 0) {
                 fwrite(p, 1, len, f);
                 p += len;
                 continue;
