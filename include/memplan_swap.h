@@ -262,6 +262,57 @@ mp_status mp_swap_select(const mp_swap_iter_t *it, const mp_swap_link_t *link,
                          const mp_swap_select_opts_t *opts, mp_swap_plan_t *plan,
                          mp_swap_sim_t *sim);
 
+/* ---- keep, swap or recompute: the joint plan (src/swap/joint.c) ----------- *
+ *
+ *     mp_swap_joint_t *j;  mp_swap_choice_t so, ro, jo;
+ *     mp_swap_joint_new(fwd, &dev, &link, NULL, &j);      // candidates, once
+ *     mp_swap_joint_at(j, limit, &so, &ro, &jo);          // per limit
+ *     printf("joint: %s + %zu swapped, +%.1f%%\n", jo.remat, jo.n_swapped, 100 * jo.overhead);
+ *     mp_swap_joint_free(j);
+ */
+
+typedef struct mp_swap_joint_opts_t {
+    mp_swap_score score;     /* the swap selection's score (default SWDOA; BO
+                                costs 40 simulations per candidate and limit) */
+    uint64_t min_size;       /* swap candidates' least size (default 1 MiB) */
+    size_t ladder;           /* chain-DP recompute candidates (default 12, at most 24) */
+} mp_swap_joint_opts_t;
+
+void mp_swap_joint_opts_default(mp_swap_joint_opts_t *o);
+
+/* One plan at a limit: the recompute plan, how many variables are swapped
+ * on top of it, and the simulated step. */
+typedef struct mp_swap_choice_t {
+    char remat[64];          /* the recompute plan: "none", "cheap", "optimal M=..." */
+    size_t n_swapped;
+    uint64_t peak;           /* simulated peak memory load */
+    uint64_t total_ns;       /* the step: recomputation and swap stalls included */
+    double overhead;         /* total_ns / the plain step's compute time - 1 */
+    int feasible;            /* 0: nothing of its kind meets the limit (rest 0) */
+} mp_swap_choice_t;
+
+typedef struct mp_swap_joint_t mp_swap_joint_t;   /* opaque: the candidates */
+
+/* Builds the training step of forward graph fwd under each recompute
+ * candidate (none, cheap, sqrt, Alg. 3 + grid, logn=2, Revolve, the chain
+ * DP at a ladder of modelled limits) and times it on dev: O(candidates x
+ * graph).  opts NULL: defaults.  Free with mp_swap_joint_free. */
+mp_status mp_swap_joint_new(const mp_graph_t *fwd, const mp_swap_device_t *dev, const mp_swap_link_t *link,
+                            const mp_swap_joint_opts_t *opts, mp_swap_joint_t **out);
+
+/* At a load limit in bytes: the swap-only plan (no recomputation), the
+ * recompute-only plan (the cheapest candidate that fits alone) and the
+ * joint plan (the cheapest candidate, swapping on top where it does not
+ * fit alone).  The joint set includes both others, so the joint plan is
+ * never slower than either.  swap_only and remat_only may be NULL. */
+mp_status mp_swap_joint_at(const mp_swap_joint_t *j, uint64_t limit, mp_swap_choice_t *swap_only,
+                           mp_swap_choice_t *remat_only, mp_swap_choice_t *joint);
+
+size_t mp_swap_joint_count(const mp_swap_joint_t *j);          /* candidates */
+uint64_t mp_swap_joint_plain_peak(const mp_swap_joint_t *j);   /* no recompute, no swap */
+uint64_t mp_swap_joint_least_peak(const mp_swap_joint_t *j);   /* below: nothing is feasible */
+void mp_swap_joint_free(mp_swap_joint_t *j);
+
 #ifdef __cplusplus
 }
 #endif

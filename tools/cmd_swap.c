@@ -7,6 +7,7 @@
  * and after, what is swapped, stall and overhead.  Nothing is printed on
  * stdout before everything has been computed. */
 #include "cli.h"
+#include "swap_cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,10 @@ static const char help[] =
     "  --evals N             BO's simulated evaluations (default 40)\n"
     "  --seed N              BO's seed (default 1)\n"
     "  --json                print one JSON object instead of the text\n"
+    "  --joint               keep, swap or recompute per tensor (GRAPH: a forward\n"
+    "                        graph): swap-only, recompute-only and joint plans at\n"
+    "                        --limit, or along 12 limits from the plain step's peak\n"
+    "                        down (score: --score, default swdoa)\n"
     "\n"
     "Numbers and presets: docs/swap.md.  Exit status: 0 done, 2 bad usage, a bad\n"
     "graph, an unknown device or link, or a limit below load_min (the least load\n"
@@ -44,7 +49,7 @@ static const char help[] =
 static const char usage_line[] =
     "usage: memplan swap [--mode no-overhead|limit] [--limit SIZE] [--score NAME]\n"
     "                    [--device NAME] [--link NAME|BW,LAT] [--min-size SIZE] [--evals N]\n"
-    "                    [--seed N] [--json] GRAPH\n"
+    "                    [--seed N] [--json] [--joint] GRAPH\n"
     "'memplan swap --help' describes the options.\n";
 
 static const char *const SCORES[] = {"doa", "aoa", "wdoa", "swdoa", "bo"};
@@ -57,7 +62,7 @@ typedef struct opts {
     const char *path, *device, *link;
     mp_swap_select_opts_t sel;
     int score;                 /* -1: all */
-    bool json, has_limit;
+    bool json, has_limit, joint;
 } opts;
 
 typedef struct row {
@@ -122,8 +127,9 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return fputs(help, stdout), -1;
-        if (!strcmp(a, "--json")) {
-            o->json = true;
+        if (!strcmp(a, "--json") || !strcmp(a, "--joint")) {
+            if (a[3] == 's') o->json = true;
+            else o->joint = true;
             continue;
         }
         if (a[0] == '-' && a[1] == '-') {
@@ -147,7 +153,8 @@ static int parse(int argc, char **argv, opts *o) {
     }
     if (!o->path) return usage("give one graph file", NULL);
     if (o->sel.mode == MP_SWAP_LIMIT && !o->has_limit) return usage("--mode limit needs --limit SIZE", NULL);
-    if (o->sel.mode != MP_SWAP_LIMIT && o->has_limit) return usage("--limit needs --mode limit", NULL);
+    if (o->sel.mode != MP_SWAP_LIMIT && o->has_limit && !o->joint)
+        return usage("--limit needs --mode limit", NULL);
     return EXIT_OK;
 }
 
@@ -300,6 +307,11 @@ int cmd_swap(int argc, char **argv) {
     if (mp_swap_link_preset(o.link, &link) != MP_OK &&
         (!strchr(o.link, ',') || mp_swap_link_parse(o.link, &link) != MP_OK))
         return fail();
+    if (o.joint) {
+        cli_swap_joint_args ja = {o.path, &dev, &link, o.score < 0 ? MP_SWAP_SWDOA : (mp_swap_score)o.score,
+                                  o.sel.min_size, o.sel.limit, o.has_limit, o.json};
+        return cli_swap_joint(&ja);
+    }
     mp_graph_t *train;
     if ((rc = load_train(o.path, &train))) return rc;
     mp_swap_iter_t it;

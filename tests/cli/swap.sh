@@ -49,6 +49,15 @@ expect 0 "swdoa" swap --score swdoa --device h100 --link pcie5 $C/squeezenet1_1.
 expect 0 "link custom: out 10.0 us + 12.0 GB/s" swap --score doa --link 12G,10us $G/mlp.json
 expect 0 "mode no-overhead" swap --score doa $G/mlp.json
 
+# Keep, swap or recompute: along the ladder the joint plan is feasible
+# wherever either pure one is and never slower; at one limit, three rows.
+"$M" swap --joint --json --min-size 64K $C/squeezenet1_1.graph.json.gz >"$T/joint.json" 2>"$T/err" || bad "swap --joint: $(cat "$T/err")"
+jcheck "joint points" "$T/joint.json" 'len(d["points"]) == 12 and d["points"][0]["joint"]["overhead"] == 0'
+jcheck "joint never worse" "$T/joint.json" 'all(p["joint"]["feasible"] and p["joint"]["total_ns"] <= p[k]["total_ns"] for p in d["points"] for k in ("swap", "recompute") if p[k]["feasible"])'
+jcheck "joint within limits" "$T/joint.json" 'all(p["joint"]["peak"] <= p["limit"] for p in d["points"] if p["joint"]["feasible"])'
+expect 0 "recompute only" swap --joint --limit 25MB --min-size 64K $C/squeezenet1_1.graph.json.gz
+expect 2 "memplan swap: ../../bench/corpus/train/resnet18-b16.graph.json.gz: --joint needs a forward graph" swap --joint ../../bench/corpus/train/resnet18-b16.graph.json.gz
+
 # Errors.
 expect 2 "memplan swap: limit 1 bytes is below load_min" swap --mode limit --limit 1 $C/resnet18.graph.json.gz
 expect 2 "memplan swap: unknown device 'tpu' (gtx1080ti, v100, h100, cpu)" swap --device tpu $G/mlp.json
