@@ -39,6 +39,15 @@ typedef struct rp_live {
     size_t since;         /* its allocation event */
 } rp_live;
 
+/* A row of the training table (--train): recomputation and swapping. */
+typedef struct rp_extra {
+    char name[80];        /* "recompute: sqrt", "swap: AutoSwap, no overhead" */
+    uint64_t memory;      /* its peak (0: not possible, see note) */
+    uint64_t baseline;    /* the peak it is compared with */
+    char cost[48];        /* "+33.0% forward FLOPs", "+0.0% time" */
+    char note[200];
+} rp_extra;
+
 enum { RP_MAX_FACTS = 16 };
 
 typedef struct rp_report {
@@ -65,6 +74,8 @@ typedef struct rp_report {
     uint64_t plan_peak_t;     /* the drawn plan's own first peak time */
     rp_live *live;            /* traces: the blocks live at the peak */
     size_t n_live;
+    rp_extra *extra;          /* --train: recomputation and swapping */
+    size_t n_extra;
     void *owned;              /* what the builder keeps alive (names) */
     void (*free_owned)(void *);
 } rp_report;
@@ -99,6 +110,11 @@ typedef struct rp_graph_opts {
     bool include_persistent;
 } rp_graph_opts;
 int rp_from_graph(rp_report *r, const char *path, const rp_graph_opts *o);
+
+/* Adds the training table for the forward graph fwd (tools/report_train.c):
+ * recomputation policies and AutoSwap; what the graph does not allow is a
+ * note.  EXIT_OK, or EXIT_INPUT when out of memory. */
+int rp_training(rp_report *r, const mp_graph_t *fwd);
 
 /* Writes r as one HTML page to path through the library's safe output
  * (a temporary file renamed into place; "-" is standard output).

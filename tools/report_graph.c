@@ -76,7 +76,8 @@ static int add_rows(rp_report *r, const gs_result *res, const mp_bounds_t *ib, c
         w->ms = s->ms;
         w->skipped = s->skipped;
         if (s->skipped) {
-            snprintf(w->note, sizeof w->note, "skipped at %zu storages", s->plan.n_storages);
+            snprintf(w->note, sizeof w->note, "skipped above %zu storages ('all' limit)",
+                     info ? info->all_limit : 0);
             continue;
         }
         snprintf(w->note, sizeof w->note, "%zu in place, %zu reused", s->n_inplace, s->n_reused);
@@ -120,7 +121,13 @@ static int prepare(rp_report *r, graph_keep *k, const rp_graph_opts *o) {
         mp_backward_stats_t bs;
         mp_graph_t *t;
         if (mp_graph_backward(k->g, &bo, &t, &bs) != MP_OK) return fail();
+        int rc = rp_training(r, k->g);
         mp_graph_free(k->g);
+        if (rc) {
+            mp_graph_free(t);
+            k->g = NULL;
+            return rc;
+        }
         k->g = t;
         rp_fact_add(r, "backward", "%zu gradient nodes for %zu forward nodes (%zu parameter gradients)",
                     bs.backward_nodes, bs.forward_nodes, bs.param_grads);

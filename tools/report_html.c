@@ -120,6 +120,27 @@ static void put_table(FILE *f, const rp_report *r) {
     fputs("</tbody>\n</table>\n</section>\n", f);
 }
 
+/* --train: recomputation and swapping, each against its baseline. */
+static void put_training(FILE *f, const rp_report *r) {
+    fputs("<section>\n<h2>Training: recompute or swap</h2>\n<p class=\"note\">What the "
+          "library's recomputation policies (<code>memplan remat</code>, its defaults) and "
+          "AutoSwap's selection (<code>memplan swap</code>) would do to this training graph; "
+          "each ratio is to the first row of its kind.</p>\n<table id=\"training\">\n<thead>"
+          "<tr><th>what</th><th>peak</th><th>ratio</th><th>cost</th><th>note</th></tr></thead>\n"
+          "<tbody>\n",
+          f);
+    for (size_t i = 0; i < r->n_extra; i++) {
+        const rp_extra *x = &r->extra[i];
+        fputs("<tr class=\"train-row\"><td>", f), html(f, x->name), fputs("</td><td class=\"num\">", f);
+        if (x->memory) human(f, x->memory);
+        fputs("</td><td class=\"num\">", f);
+        if (x->memory && x->baseline) fprintf(f, "%.3f", (double)x->memory / (double)x->baseline);
+        fputs("</td><td>", f), html(f, x->cost), fputs("</td><td>", f), html(f, x->note);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody>\n</table>\n</section>\n", f);
+}
+
 static void put_plan_section(FILE *f, const rp_report *r) {
     fputs("<section>\n<h2>The smallest plan</h2>\n<p class=\"note\" id=\"plan-note\">", f);
     html(f, r->plan_note);
@@ -232,6 +253,7 @@ static int put_page(FILE *f, const rp_report *r) {
     fputs("<body>\n<div id=\"error-banner\" hidden></div>\n", f);
     put_summary(f, r);
     put_table(f, r);
+    if (r->n_extra) put_training(f, r);
     if (r->n_buf) put_plan_section(f, r);
     if (put_load_section(f, r)) return EXIT_INPUT;
     fputs("<div id=\"tip\" hidden></div>\n<footer>Made by <code>memplan report</code>; "

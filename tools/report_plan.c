@@ -205,6 +205,6 @@ int rp_from_records(rp_report *r, const char *path) {
 
 void rp_free(rp_report *r) {
     if (r->free_owned) r->free_owned(r->owned);
-    free(r->row), free(r->buf), free(r->ct), free(r->cv), free(r->live);
+    free(r->row), free(r->buf), free(r->ct), free(r->cv), free(r->live), free(r->extra);
     memset(r, 0, sizeof *r);
 }

@@ -5,7 +5,8 @@ Chromium and checks the DOM the page's script leaves behind.
 Pages: MobileNet v2's records, a training graph whose names are hostile
 markup (tests/report/evil.json), and a trace.  For each: the script ran to
 its end (<html data-rendered="1">) with no error (data-errors="0": the page
-counts window errors and console.error), the table has its rows, the plan
+counts window errors and console.error), its #selftest (zoom in, hover a
+buffer for its tooltip, reset, zoom to the peak) passed, the table has its rows, the plan
 has one rect.buf per buffer of the page's data and names on the largest,
 the load curve and its peak mark are drawn, the peak list has its rows, and
 no name became markup.  A page whose data is broken on purpose must report
@@ -32,14 +33,14 @@ def chromium():
     return None
 
 
-def browse(exe, page, shot=None):
+def browse(exe, page, shot=None, hash=""):
     args = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
             "--no-first-run", "--user-data-dir=" + os.path.join(os.path.dirname(page), "profile")]
     if shot:
         args += ["--screenshot=" + shot, "--window-size=1200,2000"]
     else:
         args += ["--dump-dom"]
-    out = subprocess.run(args + ["file://" + page], stdout=subprocess.PIPE,
+    out = subprocess.run(args + ["file://" + page + hash], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, timeout=90, check=True)
     return out.stdout.decode("utf-8", "replace")
 
@@ -60,11 +61,12 @@ def data_of(page):
 
 
 def check_page(exe, page, label, rows, shot):
-    dom = browse(exe, page)
+    dom = browse(exe, page, hash="#selftest")
     d = data_of(page)
     root = re.search(r"<html[^>]*>", dom).group(0)
     check('data-rendered="1"' in root, label + ": the script did not finish")
     check('data-errors="0"' in root, label + ": script errors " + root)
+    check('data-selftest="ok"' in root, label + ": zoom/hover self-test: " + root)
     check(len(re.findall(r'<tr class="row', dom)) == rows, label + ": %d table rows" % rows)
     check(dom.count('<tr class="row best') == 1, label + ": one best row")
     nbuf = len(d["b"])
@@ -115,7 +117,8 @@ def main():
         # none, in-place, sharing, every planner, order search + auto
         dom = check_page(exe, pages["graph"], "graph", n_strategies + 4,
                          os.path.join(outdir, "report-graph.png"))
-        check("<img" not in dom and "<b>" not in dom, "graph: a name became markup")
+        check("<img" not in dom and '<b>"bold"' not in dom, "graph: a name became markup")
+        check(dom.count('<tr class="train-row"') == 5, "graph: recompute and swap rows")
         evil = 'h2</script><script>alert("x")</script>\'q\''
         check(html.escape(evil, quote=False) in dom, "graph: the hostile name shown as text")
         check_page(exe, pages["trace"], "trace", n_strategies,

@@ -80,6 +80,13 @@ if [ "$(grep -c '<script' "$E")" -eq 3 ]; then ok; else bad "evil: not exactly 3
 has "$E" "<dt>backward</dt>"
 has "$E" "order search + in-place + auto"
 has "$E" "<th>stage</th>"
+# --train: recomputation policies and AutoSwap on the training graph.
+if [ "$(grep -c '<tr class="train-row"><td>recompute: ' "$E")" -eq 4 ]; then ok; else bad "evil: 4 recompute rows"; fi
+has "$E" '<tr class="train-row"><td>recompute: none</td><td class="num">692 B</td><td class="num">1.000</td>'
+has "$E" '<tr class="train-row"><td>swap: AutoSwap, no overhead</td>'
+# Without --train no training table; a graph's 'exact' row says why it is skipped.
+expect 0 "wrote $T/small.html" report -o "$T/small.html" ../graph/views.json
+hasnt "$T/small.html" 'id="training"'
 
 # Plan SVGs: titled by the file's name or --title; the bound of the plan's kind.
 expect 0 "best:" plan --svg "$T/p.svg" good/chain.csv
