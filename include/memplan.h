@@ -913,6 +913,9 @@ void mp_exec_result_free(mp_exec_result_t *r);
  * (src/exact/) */
 #include "memplan_exact.h"
 
+/* pre-placed buffers: offsets fixed in advance (src/offsets/fixed.c) */
+#include "memplan_fixed.h"
+
 /* swapping: timed iterations, the transfer model, the simulator, AutoSwap's
  * scores and selection (src/swap/) */
 #include "memplan_swap.h"

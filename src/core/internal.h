@@ -158,6 +158,27 @@ void mp__itree_set(mp__itree *t, size_t i, bool active);
 mp_status mp__itree_query(mp__itree *t, uint64_t lo, uint64_t hi,
                           size_t **out, size_t *len, size_t *cap);
 
+/* First fit among the active buffers of an index: the lowest offset, a
+ * multiple of b[i].align, at which buffer i clears every active buffer whose
+ * lifetime meets its own, given their offsets off[].  O((k + 1) log n + k
+ * log k) for k such buffers.  The scratch starts zeroed and is released by
+ * mp__fit_scratch_free.  MP_ENOMEM only. */
+typedef struct mp__fit_scratch {
+    size_t *q, len, cap;
+    mp__key *keys;
+    size_t kcap;
+} mp__fit_scratch;
+
+mp_status mp__itree_first_fit(mp__itree *t, const uint64_t *off, size_t i, mp__fit_scratch *sc,
+                              uint64_t *at);
+void mp__fit_scratch_free(mp__fit_scratch *sc);
+
+/* Checks fixed offsets (include/memplan_fixed.h) of a valid problem; with
+ * path and line (each buffer's line in the file) errors name the file's
+ * line and field 'offset' (src/offsets/fixed.c). */
+mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                          const char *path, const size_t *line);
+
 /* ---- ordered set -------------------------------------------------------
  * A treap of distinct keys (k1, k2) ordered lexicographically, with O(log n)
  * expected insert, erase and neighbour queries.  Used as the free-region

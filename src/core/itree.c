@@ -4,7 +4,9 @@
  * largest `last` among its active leaves (0 when none is active).  Buffers
  * with first <= hi form a prefix of the leaves; within it we descend only
  * into nodes whose max last reaches lo, so a query costs O((k + 1) log n)
- * for k answers.  Switching a buffer on or off updates one root path. */
+ * for k answers.  Switching a buffer on or off updates one root path.
+ * First fit (mp__itree_first_fit) sorts the k answers by offset and walks
+ * up from 0 to the first gap that holds the buffer. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -84,4 +86,29 @@ mp_status mp__itree_query(mp__itree *t, uint64_t lo, uint64_t hi, size_t **out, 
         st[sp++] = 2 * v, st[sp++] = l, st[sp++] = level + 1;
     }
     return MP_OK;
+}
+
+mp_status mp__itree_first_fit(mp__itree *t, const uint64_t *off, size_t i, mp__fit_scratch *sc,
+                              uint64_t *at) {
+    const mp_buffer_t *bi = &t->b[i];
+    sc->len = 0;
+    mp_status s = mp__itree_query(t, bi->first, bi->last, &sc->q, &sc->len, &sc->cap);
+    if (s == MP_OK) s = mp__grow((void **)&sc->keys, &sc->kcap, sc->len + 1, sizeof *sc->keys);
+    if (s != MP_OK) return s;
+    for (size_t k = 0; k < sc->len; k++) sc->keys[k] = (mp__key){off[sc->q[k]], 0, sc->q[k]};
+    if ((s = mp__sort_keys(sc->keys, sc->len)) != MP_OK) return s;
+    uint64_t a = bi->align ? bi->align : 1, pos = 0;
+    for (size_t k = 0; k < sc->len; k++) {
+        size_t j = sc->keys[k].i;
+        if (off[j] >= pos && off[j] - pos >= bi->size) break; /* the gap below j holds it */
+        uint64_t e = off[j] + t->b[j].size;
+        if (e > pos) pos = (e + a - 1) / a * a;
+    }
+    *at = pos;
+    return MP_OK;
+}
+
+void mp__fit_scratch_free(mp__fit_scratch *sc) {
+    free(sc->q), free(sc->keys);
+    memset(sc, 0, sizeof *sc);
 }

@@ -29,6 +29,7 @@ struct mp__xlns {
     uint64_t rng;
     size_t *q, q_len, q_cap;   /* query results */
     mp__key *keys;             /* n scratch keys */
+    mp__fit_scratch fit;
     uint64_t *saved;           /* old offsets of the moved buffers */
     size_t *moved;
     size_t *place;             /* the placing order of the moved buffers */
@@ -58,6 +59,7 @@ static void measure(const mp__xlns *l, uint64_t *fp, size_t *n_top) {
 void mp__xlns_free(mp__xlns *l) {
     if (!l) return;
     mp__itree_free(&l->tree);
+    mp__fit_scratch_free(&l->fit);
     free(l->off), free(l->q), free(l->keys), free(l->saved), free(l->moved), free(l->place);
     free(l);
 }
@@ -103,26 +105,6 @@ const uint64_t *mp__xlns_plan(const mp__xlns *l) { return l->off; }
 void mp__xlns_adopt(mp__xlns *l, const uint64_t *off) {
     memcpy(l->off, off, l->n * sizeof *off);
     measure(l, &l->fp, &l->n_top);
-}
-
-/* Lowest aligned offset for buffer i clear of the active buffers it
- * conflicts with (the tree holds every placed buffer). */
-static mp_status first_fit(mp__xlns *l, size_t i, uint64_t *at) {
-    const mp_buffer_t *bi = &l->b[i];
-    l->q_len = 0;
-    mp_status s = mp__itree_query(&l->tree, bi->first, bi->last, &l->q, &l->q_len, &l->q_cap);
-    if (s != MP_OK) return s;
-    for (size_t k = 0; k < l->q_len; k++) l->keys[k] = (mp__key){l->off[l->q[k]], 0, l->q[k]};
-    if ((s = mp__sort_keys(l->keys, l->q_len)) != MP_OK) return s;
-    uint64_t a = bi->align ? bi->align : 1, pos = 0;
-    for (size_t k = 0; k < l->q_len; k++) {
-        size_t j = l->keys[k].i;
-        if (l->off[j] >= pos && l->off[j] - pos >= bi->size) break; /* the gap below j */
-        uint64_t e = end_of(l, j);
-        if (e > pos) pos = (e + a - 1) / a * a;
-    }
-    *at = pos;
-    return MP_OK;
 }
 
 /* The order of the m moved buffers by rule (see mp__xlns_rebuild). */
@@ -173,7 +155,7 @@ static mp_status recreate(mp__xlns *l, size_t m, unsigned rule, bool *improved) 
         if (k % 256 == 255 && (late = out_of_time(l))) break;
         size_t i = l->place[k];
         uint64_t at;
-        if ((s = first_fit(l, i, &at)) != MP_OK) break;
+        if ((s = mp__itree_first_fit(&l->tree, l->off, i, &l->fit, &at)) != MP_OK) break;
         l->off[i] = at;
         mp__itree_set(&l->tree, i, true);
         new_sum += end_of(l, i) / 64;

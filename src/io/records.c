@@ -4,8 +4,9 @@
  *   id (aliases buffer, buffer_id); size;
  *   first,last (inclusive)  |  lower,upper (half-open, MiniMalloc)  |
  *   start/begin (= first) with end (inclusive, as MiniMalloc reads it);
- *   align/alignment (optional); hint, gaps, offset (MiniMalloc's optional
- *   columns: accepted and ignored).
+ *   align/alignment (optional); offset (optional: a fixed offset, read by
+ *   mp_records_read_fixed, empty when free; mp_records_read ignores it);
+ *   hint, gaps (MiniMalloc's optional columns: accepted and ignored).
  * Lines starting with '#' and blank lines are skipped; a UTF-8 byte order
  * mark is skipped and a NUL byte is an error (mp__lines).  Every problem
  * found is reported as FILE:LINE: field 'NAME': what is wrong.  We parse by
@@ -17,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { C_ID, C_FIRST, C_LAST, C_SIZE, C_ALIGN, C_IGNORE, C_N };
+enum { C_ID, C_FIRST, C_LAST, C_SIZE, C_ALIGN, C_OFFSET, C_IGNORE, C_N };
 enum { T_INCL, T_HALFOPEN };
 
 typedef struct layout {
@@ -35,7 +36,7 @@ static int role_of(const char *h, size_t col, layout *L, int *tk) {
         {"lower", C_FIRST, T_HALFOPEN}, {"last", C_LAST, T_INCL}, {"end", C_LAST, T_INCL},
         {"upper", C_LAST, T_HALFOPEN}, {"size", C_SIZE, -1}, {"align", C_ALIGN, -1},
         {"alignment", C_ALIGN, -1}, {"hint", C_IGNORE, -1}, {"gaps", C_IGNORE, -1},
-        {"offset", C_IGNORE, -1},
+        {"offset", C_OFFSET, -1},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(h, names[i].name) == 0) {
@@ -82,9 +83,10 @@ static mp_status parse_header(mp__lines *r, char *line, layout *L) {
     return MP_OK;
 }
 
-/* Parses one data row into *x; checks that need only this row. */
+/* Parses one data row into *x (and its fixed offset into *fixed, when not
+ * NULL: MP_NOT_FIXED for an empty field); checks that need only this row. */
 static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_t *x,
-                           uint64_t *total) {
+                           uint64_t *total, uint64_t *fixed) {
     char *f[64];
     size_t k = mp__csv_split(line, f, 64);
     mp_status s = mp__lines_nul(r, f, k < 64 ? k : 64, L->name, L->n_fields);
@@ -101,6 +103,16 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
         return s;
     if (L->col[C_ALIGN] >= 0 && (s = mp__parse_u64(r, "align", f[L->col[C_ALIGN]], &x->align)))
         return s;
+    if (fixed) {
+        const char *v = L->col[C_OFFSET] >= 0 ? f[L->col[C_OFFSET]] : "";
+        *fixed = MP_NOT_FIXED;
+        if (v[strspn(v, " \t")]) {
+            if ((s = mp__parse_u64(r, "offset", v, fixed))) return s;
+            if (*fixed == MP_NOT_FIXED)
+                return mp__err(MP_EPARSE, "%s:%zu: field 'offset': must be below 2^64-1",
+                               r->path, r->lineno);
+        }
+    }
     if (L->time_kind == T_HALFOPEN) {
         if (lastv <= x->first)
             return mp__err(MP_EPARSE, "%s:%zu: field 'upper': %llu must be greater than lower %llu",
@@ -143,15 +155,19 @@ static mp_status check_duplicates(const char *path, const mp_buffer_t *b, const 
     return s;
 }
 
-mp_status mp_records_read(const char *path, mp_buffer_t **out, size_t *n_out) {
+/* The reader of both: with fixed_out, the offset column too. */
+static mp_status read_records(const char *path, mp_buffer_t **out, size_t *n_out,
+                              uint64_t **fixed_out) {
     *out = NULL;
     *n_out = 0;
+    if (fixed_out) *fixed_out = NULL;
     mp__lines r;
     mp_status s = mp__lines_open(&r, path);
     if (s != MP_OK) return s;
     layout L = {.first_name = "first", .last_name = "last"};
     mp_buffer_t *b = NULL;
-    size_t *line = NULL, n = 0, cap = 0, lcap = 0;
+    size_t *line = NULL, n = 0, cap = 0, lcap = 0, fcap = 0;
+    uint64_t *fixed = NULL;
     uint64_t total = 0;
     bool have_header = false;
     char *ln;
@@ -163,24 +179,37 @@ mp_status mp_records_read(const char *path, mp_buffer_t **out, size_t *n_out) {
             continue;
         }
         if ((s = mp__grow((void **)&b, &cap, n + 1, sizeof *b)) ||
-            (s = mp__grow((void **)&line, &lcap, n + 1, sizeof *line)))
+            (s = mp__grow((void **)&line, &lcap, n + 1, sizeof *line)) ||
+            (fixed_out && (s = mp__grow((void **)&fixed, &fcap, n + 1, sizeof *fixed))))
             break;
         line[n] = r.lineno;
-        if ((s = parse_row(&r, ln, &L, &b[n], &total)) == MP_OK) n++;
+        if ((s = parse_row(&r, ln, &L, &b[n], &total, fixed_out ? &fixed[n] : NULL)) == MP_OK) n++;
     }
     if (s == MP_OK && !have_header)
         s = mp__err(MP_EPARSE, "%s:%zu: empty file, expected a header such as id,first,last,size",
                     path, r.lineno + 1);
     if (s == MP_OK) s = check_duplicates(path, b, line, n);
+    if (s == MP_OK && fixed_out && L.col[C_OFFSET] >= 0) s = mp__fixed_check(b, n, fixed, path, line);
+    if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !fixed)) free(fixed), fixed = NULL;
     mp__lines_close(&r);
     free(line);
     if (s != MP_OK) {
-        free(b);
+        free(b), free(fixed);
         return s;
     }
     *out = b;
     *n_out = n;
+    if (fixed_out) *fixed_out = fixed;
     return MP_OK;
+}
+
+mp_status mp_records_read(const char *path, mp_buffer_t **out, size_t *n_out) {
+    return read_records(path, out, n_out, NULL);
+}
+
+mp_status mp_records_read_fixed(const char *path, mp_buffer_t **out, size_t *n_out,
+                                uint64_t **fixed) {
+    return read_records(path, out, n_out, fixed);
 }
 
 mp_status mp_records_write(const char *path, const mp_buffer_t *b, size_t n) {
