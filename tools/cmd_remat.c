@@ -456,7 +456,17 @@ static int write_files(state *s) {
                  *model ? model : s->o.path, w->plan[0] ? w->plan : w->name,
                  cli_human(w->e.peak, h, sizeof h), remat_pct(w->e.extra_flops, w->e.forward_flops));
         mp_status st = mp_graph_plan_records(s->graph, &s->gplan, &b, &n, &plan);
-        if (st == MP_OK) st = mp_plan_write_svg(s->o.svg, b, n, &plan, w->e.lower_bound, title);
+        /* Tensor names on the largest buffers (record id = tensor id);
+         * without memory for them the picture shows ids. */
+        const char **names = st == MP_OK ? calloc(n ? n : 1, sizeof *names) : NULL;
+        for (size_t i = 0; names && i < n; i++) {
+            const mp_graph_tensor_t *t = mp_graph_tensor(s->graph, (size_t)b[i].id);
+            names[i] = t ? t->name : NULL;
+        }
+        mp_svg_opts_t so = {.title = title, .lower_bound = w->e.lower_bound,
+                            .bound_name = "offsets, in-place", .names = names};
+        if (st == MP_OK) st = mp_plan_write_svg_opts(s->o.svg, b, n, &plan, &so);
+        free(names);
         free(b);
         mp_plan_free(&plan);
         if (st != MP_OK) return fail();

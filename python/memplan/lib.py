@@ -211,9 +211,11 @@ class Plan:
 
     def write_svg(self, path, title="", lower_bound=None):
         """Draws the plan (time across, address up); the line is lower_bound
-        (default: the offsets bound)."""
+        (default: the bound of the plan's kind, objects for a shared-object
+        plan, else offsets; docs/svg.md)."""
         if lower_bound is None:
-            lower_bound = self.problem.bounds().offsets
+            b = self.problem.bounds()
+            lower_bound = b.objects if self.objects is not None else b.offsets
         c, _keep = self._c()
         pr = self.problem
         _ffi.call("mp_plan_write_svg", fspath(path), pr._arr, pr._n, ctypes.byref(c),

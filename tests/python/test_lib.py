@@ -152,6 +152,18 @@ class AgainstCLI(unittest.TestCase):
                     self.assertEqual(back.offsets, plan.offsets, (f, s.name))
                     self.assertEqual(back.footprint, plan.footprint)
 
+    def test_svg_bound_of_the_plan_kind(self):
+        """write_svg draws the bound of the plan's kind, as `plan --svg` does."""
+        f = os.path.join(CORPUS, "inference", "mobilenet_v2.records.csv")
+        prob = lib.Problem.read(f)
+        with tempfile.TemporaryDirectory() as d:
+            out, mine = os.path.join(d, "cli.svg"), os.path.join(d, "lib.svg")
+            for s, kind in (("greedy-size", "offsets"), ("objects-greedy-size", "objects")):
+                cli("plan", "--strategy", s, "--title", "mobilenet_v2", "--svg", out, f)
+                prob.plan(s).write_svg(mine, title="mobilenet_v2")
+                self.assertEqual(read_bytes(mine), read_bytes(out), s)
+                self.assertIn(f">lower bound ({kind}) ".encode(), read_bytes(mine))
+
     def test_training_graphs_and_records(self):
         with tempfile.TemporaryDirectory() as d:
             for name in SMALL_GRAPHS:

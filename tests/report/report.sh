@@ -97,5 +97,11 @@ expect 0 "best:" plan --strategy objects-greedy-size --title "A & B" --svg "$T/o
 has "$T/o.svg" ">lower bound (objects) "
 has "$T/o.svg" "font-weight=\"bold\">A &amp; B "
 
+# remat --svg: tensor names in tooltips and on the largest buffers.
+expect 0 "" remat --policy sqrt --svg "$T/r.svg" ../graph/mlp.json
+has "$T/r.svg" "<title>h2, id "
+has "$T/r.svg" '">x ('
+has "$T/r.svg" ">lower bound (offsets, in-place) "
+
 echo "report-cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
