@@ -366,7 +366,7 @@ mp_status mp_trace_write_svg(const char *path, const mp_trace_t *t, const mp_per
  * request to a backing allocator and records a trace; once two consecutive
  * iterations repeat it plans one iteration, allocates one region of the
  * planned footprint and serves the i-th request of every iteration at
- * base + offset[i] in O(log n).  It never hands out memory that overlaps a
+ * base + offset[i] in O(1) when the iteration follows the plan.  It never hands out memory that overlaps a
  * live block: whatever the plan did not foresee goes to the backing
  * allocator and is counted.  All calls are thread-safe (one mutex).
  * docs/arena.md describes the state machine and the exact rules. */
@@ -436,6 +436,9 @@ typedef struct mp_arena_stats_t {
     size_t released_blocks;    /* live blocks released by free_all / destroy */
     uint64_t released_bytes;
     uint64_t relearns;         /* returns from replaying to learning (relearn_after) */
+    uint64_t fb_unmatched;     /* several patterns: forwarded in an iteration that matched
+                                  no planned pattern (yet) */
+    size_t patterns;           /* iteration patterns planned (1: one period) */
 } mp_arena_stats_t;
 
 /* Fills the defaults. */

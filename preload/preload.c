@@ -44,6 +44,7 @@
 #include "preload.h"
 
 #include "memplan.h"
+#include "../src/runtime/arena_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -80,7 +81,7 @@ static char stats_path[4096];
 static char strategy[64] = "auto";
 
 /* counters of the preload front (the arena counts the rest) */
-static _Atomic uint64_t n_big, n_align_fwd, n_arena_fail, n_realloc_moves, n_child_leaks;
+static _Atomic uint64_t n_noarena, n_align_fwd, n_arena_fail, n_realloc_moves, n_child_leaks;
 static _Atomic uint64_t n_trims, n_trims_released;
 /* 0: learning, 1: trimmed at the switch to replay, 2: done (or never) */
 static _Atomic int trim_phase;
@@ -243,15 +244,18 @@ static void maybe_trim(mp_arena_t *a) {
     }
 }
 
-/* A block from the arena, registered; NULL means: forward instead. */
+/* A block from the arena; NULL means: forward instead.  Blocks the arena
+ * forwarded are registered; region blocks are not: the arena publishes the
+ * span of its regions, and free asks the arena about pointers inside it. */
 static void *big_alloc(size_t size) {
     int saved = errno;
     void *p = NULL;
+    bool in_region = false;
     mpp__guard = 1;
-    atomic_fetch_add_explicit(&n_big, 1, memory_order_relaxed);
     mp_arena_t *a = get_arena();
-    if (a && mp_arena_alloc(a, size, &p) != MP_OK) p = NULL;
-    if (p && mpp__reg_put(p, size) != 0) {
+    if (!a) atomic_fetch_add_explicit(&n_noarena, 1, memory_order_relaxed);
+    if (a && mp__arena_alloc_ex(a, size, &p, &in_region) != MP_OK) p = NULL;
+    if (p && !in_region && mpp__reg_put(p, size) != 0) {
         (void)mp_arena_free(a, p);
         p = NULL;
     }
@@ -275,6 +279,53 @@ static void big_free(void *p) {
         mpp__guard = 0;
     }
     errno = saved;
+}
+
+/* The arena, if p may lie in one of its regions (lock-free).  Never while
+ * this thread is inside memplan: memplan's own blocks are not the arena's,
+ * and the arena's lock may be held. */
+static mp_arena_t *region_arena(const void *p) {
+    if (mpp__guard) return NULL;
+    mp_arena_t *a = atomic_load_explicit(&arena, memory_order_acquire);
+    return a && mp__arena_in_regions(a, p) ? a : NULL;
+}
+
+/* Frees p if it is a block of the arena's regions (or another arena
+ * block inside their span); 0 if it is not the arena's. */
+static int region_free(void *p) {
+    mp_arena_t *a = region_arena(p);
+    if (!a || (uintptr_t)p % ARENA_ALIGN) return 0;
+    if (atomic_load(&mode) == MODE_CHILD) {   /* the arena is not used again: leak */
+        atomic_fetch_add_explicit(&n_child_leaks, 1, memory_order_relaxed);
+        return 1;
+    }
+    int saved = errno;
+    mpp__guard = 1;
+    int ok = mp_arena_free(a, p) == MP_OK;
+    mpp__guard = 0;
+    errno = saved;
+    return ok;
+}
+
+/* 1 and the requested size if p is an arena block (registered or in a
+ * region); in a forked child, every pointer in the regions' span counts. */
+static int arena_block(void *p, size_t *size) {
+    if (mpp__reg_get(p, size, 0)) return 1;
+    mp_arena_t *a = region_arena(p);
+    if (!a || (uintptr_t)p % ARENA_ALIGN) return 0;
+    uint64_t n = 0;
+    int saved = errno, found;
+    if (atomic_load(&mode) == MODE_CHILD) {
+        found = 1;
+        n = mpp__real.malloc_usable_size(p);   /* unknown: only for realloc's copy */
+    } else {
+        mpp__guard = 1;
+        found = mp__arena_block_size(a, p, &n);
+        mpp__guard = 0;
+    }
+    errno = saved;
+    *size = (size_t)n;
+    return found;
 }
 
 /* ---- the interposed functions ------------------------------------------------- */
@@ -306,6 +357,7 @@ EXPORT void free(void *p) {
         big_free(p);
         return;
     }
+    if (region_free(p)) return;
     mpp__real.free(p);
 }
 
@@ -328,7 +380,7 @@ EXPORT void *realloc(void *p, size_t size) {
         return q;
     }
     if (!p) return malloc(size);
-    if (is_boot(p) || mpp__reg_get(p, &old, 0)) {
+    if (is_boot(p) || arena_block(p, &old)) {
         if (is_boot(p)) old = boot_size(p);
         if (size == 0) {   /* glibc: realloc(p, 0) frees p */
             free(p);
@@ -410,7 +462,7 @@ EXPORT size_t malloc_usable_size(void *p) {
     if (!p) return 0;
     if (is_boot(p)) return boot_size(p);
     if (!ready()) return 0;
-    if (mpp__reg_get(p, &n, 0)) return n;
+    if (arena_block(p, &n)) return n;
     return mpp__real.malloc_usable_size(p);
 }
 
@@ -475,7 +527,7 @@ static void write_stats(const mp_arena_stats_t *s, const mpp_why *w) {
     add(buf, c, &n, "# memplan-preload stats\nthreshold %llu\nbig_requests %llu\n"
         "forwarded_alignment %llu\narena_failures %llu\nrealloc_moves %llu\n"
         "leaked_after_fork %llu\noverlaps %llu\nregistered_live %llu\ntrims %llu\n"
-        "trims_released %llu\n", U(threshold), U(n_big), U(n_align_fwd), U(n_arena_fail),
+        "trims_released %llu\n", U(threshold), U(s->requests + n_noarena), U(n_align_fwd), U(n_arena_fail),
         U(n_realloc_moves), U(n_child_leaks), U(mpp__reg_overlaps()), U(mpp__reg_live()),
         U(n_trims), U(n_trims_released));
     add(buf, c, &n, "state %s\nreplan_pending %d\niteration_length %llu\nperiod_events %llu\n"
@@ -532,7 +584,7 @@ static void print_summary(int m, const mp_arena_stats_t *s) {
              "%llu overlap); %llu iterations of %llu requests, footprint %s (bound %s, learned "
              "peak %s), %llu replans, %llu relearns, %llu overlaps\n",
              m == MODE_OFF ? "disabled" : mp_arena_state_name(s->state), human(threshold),
-             U(n_big), U(s->served_arena), U(s->served_learning), U(fb), U(s->fb_too_large),
+             U(s->requests + n_noarena), U(s->served_arena), U(s->served_learning), U(fb), U(s->fb_too_large),
              U(s->fb_cross), U(s->fb_unforeseen), U(s->fb_overlap), U(s->iterations),
              U(s->iteration_length), human(s->planned_footprint), human(s->lower_bound),
              human(s->learned_peak_bytes), U(s->reoptimizations), U(s->relearns),
@@ -543,7 +595,7 @@ static void print_summary(int m, const mp_arena_stats_t *s) {
 static void print_why(int m, const mp_arena_t *a, const mpp_why *w) {
     static char buf[512];
     if (m == MODE_OFF) return;
-    if (!a && n_big == 0)
+    if (!a && n_noarena == 0)
         snprintf(buf, sizeof buf, "not replaying: no request of at least %s (MEMPLAN_THRESHOLD)",
                  human(threshold));
     else mpp__why_text(w, buf, sizeof buf);

@@ -124,12 +124,12 @@ static void ask(mp_arena_t *a, mpp_why *w) {
 
 void mpp__why_compute(mp_arena_t *a, mpp_why *w) {
     memset(w, 0, sizeof *w);
-    pthread_mutex_lock(&a->mu);
+    bool fast = mp__arena_lock(a);
     w->state = a->state;
     w->max_learn = a->opt.max_learn_events;
     w->warmup = a->opt.warmup_iterations < 2 ? 2 : a->opt.warmup_iterations;
     if (a->state == MP_ARENA_LEARNING && a->trace) ask(a, w);
-    pthread_mutex_unlock(&a->mu);
+    mp__arena_unlock(a, fast);
 }
 
 void mpp__why_text(const mpp_why *w, char *buf, size_t cap) {

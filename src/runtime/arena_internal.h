@@ -1,18 +1,24 @@
 /* arena_internal.h -- the replay arena's state, shared by arena.c (the
- * state machine, planning, the entry points) and arena_table.c (the
- * backing allocator, the table of forwarded blocks, live accounting). */
+ * entry points, the lock, the replay path), arena_learn.c (period
+ * detection, patterns, switching plans), arena_plan.c (one plan: offsets,
+ * conflict lists, offset groups) and arena_table.c (the backing allocator,
+ * the table of forwarded blocks, live accounting). */
 #ifndef MP_ARENA_INTERNAL_H
 #define MP_ARENA_INTERNAL_H
 
 #include "../core/internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define CROSS UINT64_MAX          /* offset of a slot never placed in the region */
 #define DEFAULT_MAX_LEARN ((size_t)1 << 22)
+#define MAX_PATTERNS 16           /* plans kept at once (several iteration patterns) */
+#define SIG_MAX 8                 /* request sizes a pattern is recognised from */
 
-/* kinds of table entries; K_TRACED is a flag: the block is in the trace */
-enum { K_FORWARD = 1, K_RETIRED = 2, K_TRACED = 4 };
+/* kinds of table entries; K_TRACED is a flag: the block is in the trace;
+ * K_SEG: allocated inside an unmatched iteration (arena_learn.c) */
+enum { K_FORWARD = 1, K_RETIRED = 2, K_TRACED = 4, K_SEG = 8 };
 
 typedef struct bent {   /* a forwarded block (or one left in a retired region) */
     uintptr_t p;        /* 0: empty slot */
@@ -26,35 +32,92 @@ typedef struct retired {
     size_t live;
 } retired;
 
+typedef struct ablk {   /* a live region block placed by an earlier plan */
+    uint64_t off, end, req;
+    int tr;
+} ablk;
+
+/* Where a plan puts its slots (arena_plan.c): rebuilt as a whole by each
+ * planning, swapped in only when every step succeeded. */
+typedef struct alayout {
+    uint64_t *psize;    /* planned size per slot (0: cross) */
+    uint64_t *off;      /* offset or CROSS */
+    uint32_t *cstart;   /* slot s's conflict words: [cstart[s], cstart[s+1]) */
+    uint32_t *cword;    /* word index into the live bitset; NULL: scan the live list */
+    uint64_t *cmask;    /* slots of that word whose planned ranges meet s's */
+    uint32_t *grp;      /* offset group of each placed slot */
+    uint32_t *gown;     /* per group: slot + 1 of the live block there, 0: none */
+    uint64_t *gkey;     /* open addressing: offset -> group + 1 in gval */
+    uint32_t *gval;
+    size_t ngrp, gmask, nplaced;
+    uint64_t footprint, lower_bound;
+} alayout;
+
+/* One learned iteration pattern: its slots, layout and live blocks. */
+typedef struct aplan {
+    size_t m;
+    mp_buffer_t *slot;  /* records of the learned iteration, sizes: largest seen */
+    uint64_t *sig;      /* the learned request sizes (the signature's source) */
+    alayout L;
+    uint64_t *live_end; /* end offset of the slot's live block, 0: none */
+    uint64_t *live_req; /* its requested size */
+    unsigned char *live_tr;   /* 1: that block is in the (relearning) trace */
+    uint64_t *lbits;    /* live slots as a bitset */
+    uint32_t *lv, *lvpos;     /* the live slots, dense, and each one's index there */
+    size_t nlive;
+    size_t sigk;        /* sizes compared to recognise it (multi-pattern) */
+    bool replan;
+    uint64_t hash;      /* pattern hash (multi-pattern) */
+} aplan;
+
+/* A pattern seen once and not planned yet (multi-pattern learning). */
+typedef struct acand {
+    uint64_t hash;
+    size_t seen;
+    mp_buffer_t *rec;
+    unsigned char *cross;
+    size_t m;
+} acand;
+
 struct mp_arena_t {
     pthread_mutex_t mu;
+    _Atomic int shared;         /* 1: every call takes mu (a second thread came) */
+    _Atomic int in_fast;        /* the owner thread is inside a call without mu */
+    pthread_t owner;
+    _Atomic uintptr_t env_lo, env_hi;   /* spans the current and retired regions */
     mp_arena_options_t opt;
     char strategy[64];
     mp_arena_state state;
     size_t interrupted;
     mp_trace_t *trace;          /* while learning or relearning */
     size_t next_check;
-    /* the plan: m slots */
-    size_t m, pos;
-    bool replan;
-    mp_buffer_t *slot;          /* first/last of the learned iteration, largest size seen */
-    uint64_t *psize;            /* size the current plan gave each slot */
-    uint64_t *off;              /* offset or CROSS */
-    uint64_t *live_end;         /* end offset of the slot's live region block, 0: none */
-    uint64_t *live_req;         /* its requested size */
-    unsigned char *live_tr;     /* 1: that block is in the (relearning) trace */
+    /* the plans: one (a period) or several (patterns) */
+    aplan *pl[MAX_PATTERNS];
+    size_t npl;
+    aplan *cur;                 /* the plan serving; NULL between patterns */
+    size_t pos;
+    bool multi;                 /* several patterns: choose at each boundary */
+    uint64_t cand_mask;         /* plans still matching the iteration's first sizes */
+    size_t npend;               /* requests of the iteration seen before a match */
     unsigned char *base;
     uint64_t region;
-    mp__tset live;              /* (offset, slot) of live region blocks */
+    ablk *stale;                /* live blocks of an earlier plan in this region */
+    size_t n_stale, cap_stale;
     retired *ret;
     size_t n_ret, cap_ret;
     bent *tab;                  /* forwarded blocks, open addressing */
     size_t slots, used;
     size_t win_reqs, win_miss;  /* the current window of m replayed requests */
     size_t bad_windows;         /* consecutive windows mostly falling back */
+    /* an unmatched iteration (multi-pattern): forwarded and recorded */
+    mp_trace_t *seg;
+    size_t seg_live;            /* its blocks still live; 0 ends it */
+    acand cand[MAX_PATTERNS];
+    size_t ncand;
     mp_arena_stats_t st;
 };
 
+/* ---- arena_table.c ---- */
 /* Backing allocator (libc default) and accounting of the bytes it holds. */
 void *mp__arena_libc_alloc(void *user, uint64_t size, uint64_t align);
 void mp__arena_libc_free(void *user, void *p);
@@ -72,5 +135,65 @@ void mp__arena_live_sub(mp_arena_t *a, uint64_t size);
 /* Forwards a request to the backing allocator; kind K_TRACED marks it as
  * recorded in the trace (the caller records it). */
 mp_status mp__arena_forward(mp_arena_t *a, uint64_t size, int kind, void **out);
+
+/* ---- arena_plan.c ---- */
+/* Above this many conflicting pairs a layout keeps no conflict lists and
+ * the replay check scans the live slots (a variable for the tests). */
+extern size_t mp__arena_max_pairs;
+/* A plan of m slots over rec (taken over, also on failure); cross[i]: slot
+ * i lives across iterations (never placed).  No layout yet. */
+mp_status mp__aplan_new(mp_buffer_t *rec, const unsigned char *cross, size_t m, aplan **out);
+void mp__aplan_free(aplan *p);
+/* Lays out p's placed slots at their largest sizes with the arena's
+ * strategy (checked by mp_plan_check) into *L, with conflict lists and
+ * offset groups.  p's own layout is untouched. */
+mp_status mp__aplan_solve(const mp_arena_t *a, const aplan *p, alayout *L);
+/* Installs L in p (p must have no live block); frees the old layout. */
+void mp__aplan_install(aplan *p, alayout *L);
+void mp__alayout_free(alayout *L);
+/* Slot of the live block starting at offset o, or SIZE_MAX. */
+size_t mp__aplan_owner(const aplan *p, uint64_t o);
+/* Moves p's live blocks to the arena's stale list (a re-plan or a switch
+ * of plans keeps them protected); MP_ENOMEM leaves everything as it was. */
+mp_status mp__aplan_to_stale(mp_arena_t *a, aplan *p);
+
+/* ---- arena_learn.c ---- */
+/* Records a block just handed out in the trace; runs detection when due. */
+void mp__arena_trace_step(mp_arena_t *a, void *p, uint64_t size);
+/* Plans every pattern again whose replan flag is set, or the current one. */
+mp_status mp__arena_plan(mp_arena_t *a, aplan *p);
+/* Moves the live region blocks to a retired region (the table keeps them). */
+mp_status mp__arena_retire(mp_arena_t *a);
+/* Starts learning afresh while the old plans go on (relearn_after). */
+void mp__arena_relearn(mp_arena_t *a);
+/* Multi-pattern: the request at an iteration boundary or before a match;
+ * picks a plan from the first sizes or forwards (unmatched). */
+mp_status mp__arena_choose(mp_arena_t *a, uint64_t size, void **out, bool *served);
+/* Multi-pattern: a forwarded block of an unmatched iteration was freed. */
+void mp__arena_seg_free(mp_arena_t *a, uintptr_t p);
+/* Frees every plan, candidate and the segment trace. */
+void mp__arena_drop_all(mp_arena_t *a);
+
+/* ---- arena.c ---- */
+/* The arena's lock: without mu for the owner thread while no other
+ * thread has called (see arena.c); returns what to pass to unlock. */
+bool mp__arena_lock(mp_arena_t *a);
+void mp__arena_unlock(mp_arena_t *a, bool fast);
+/* Publishes the span of the current and retired regions (after a change). */
+void mp__arena_publish(mp_arena_t *a);
+/* Lock-free: false when p lies outside every region of the arena (so it is
+ * not a region block); true means it may be one.  A region block stays
+ * inside the published span while it is live. */
+static inline bool mp__arena_in_regions(mp_arena_t *a, const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    return x >= atomic_load_explicit(&a->env_lo, memory_order_acquire) &&
+           x < atomic_load_explicit(&a->env_hi, memory_order_acquire);
+}
+/* 1 and the requested size if p is a live block of the arena (region,
+ * retired region or forwarded), else 0. */
+/* mp_arena_alloc, also saying whether the block lies in the current
+ * region (in_region may be NULL). */
+mp_status mp__arena_alloc_ex(mp_arena_t *a, uint64_t size, void **out, bool *in_region);
+int mp__arena_block_size(mp_arena_t *a, const void *p, uint64_t *size);
 
 #endif
