@@ -49,21 +49,22 @@ int cmd_check(int argc, char **argv) {
         return EXIT_INPUT;
     }
     mp_buffer_t *b;
+    uint64_t *fixed; /* the records' offset column: the plan must keep it */
     size_t n;
-    if (mp_records_read(files[0], &b, &n) != MP_OK) return records_failed(files);
+    if (mp_records_read_fixed(files[0], &b, &n, &fixed) != MP_OK) return records_failed(files);
     mp_plan_t p;
     mp_bounds_t bd;
     if (mp_plan_read_csv(files[1], b, n, &p) != MP_OK) {
-        free(b);
+        free(b), free(fixed);
         return cli_read_failed("memplan", files[1], CLI_PLAN);
     }
     if (mp_bounds_compute(b, n, &bd) != MP_OK) {
         fprintf(stderr, "memplan: %s\n", mp_last_error());
         mp_plan_free(&p);
-        free(b);
+        free(b), free(fixed);
         return EXIT_INPUT;
     }
-    mp_status s = mp_plan_check(b, n, &p, NULL);
+    mp_status s = mp_plan_check_fixed(b, n, fixed, &p, NULL);
     double ratio = bd.offsets ? (double)p.footprint / (double)bd.offsets : 1.0;
     if (json) {
         printf("{\"valid\":%s,\"buffers\":%zu,\"footprint\":%llu,\"lower_bound\":%llu,"
@@ -78,6 +79,6 @@ int cmd_check(int argc, char **argv) {
     else
         printf("invalid: %s\n", mp_last_error());
     mp_plan_free(&p);
-    free(b);
+    free(b), free(fixed);
     return s == MP_OK ? EXIT_OK : EXIT_INVALID;
 }

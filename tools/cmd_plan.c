@@ -12,7 +12,9 @@ static const char help[] =
     "                    (RECORDS.csv | --model NAME|RECORDS.csv)\n"
     "\n"
     "Plans the buffers of RECORDS.csv (header id,first,last,size with inclusive\n"
-    "times, or id,lower,upper,size half-open) and prints, per strategy, the\n"
+    "times, or id,lower,upper,size half-open; an optional offset column fixes\n"
+    "the buffers that give one, and the rest are planned around them) and\n"
+    "prints, per strategy, the\n"
     "footprint, its ratio to the lower bound of the strategy's kind (offsets, or\n"
     "shared objects), whether the checker proved it valid, and the planning time.\n"
     "\n"
@@ -117,8 +119,10 @@ static void progress(void *ctx, const mp_anytime_progress_t *p) {
             p->source);
 }
 
-/* Runs and checks one strategy; returns false on a planner failure. */
-static bool run(const mp_buffer_t *b, size_t n, result *r, double time_limit) {
+/* Runs and checks one strategy (around the fixed offsets, when not NULL);
+ * returns false on a planner failure. */
+static bool run(const mp_buffer_t *b, size_t n, const uint64_t *fixed, result *r,
+                double time_limit) {
     const mp_strategy_info_t *info = mp_strategy_find(r->name);
     if (info->all_limit && n > info->all_limit && r->skipped) return true;
     r->skipped = false;
@@ -126,7 +130,12 @@ static bool run(const mp_buffer_t *b, size_t n, result *r, double time_limit) {
     double t0 = cli_now_ms();
     /* "exact" through its own call (same defaults) for the proof it reports */
     mp_status s;
-    if (!strcmp(r->name, "exact")) {
+    if (fixed && time_limit > 0) {
+        fprintf(stderr, "memplan plan: --time-limit cannot take fixed offsets yet\n");
+        return false;
+    } else if (fixed) {
+        s = mp_plan_compute_fixed(b, n, fixed, r->name, &r->plan);
+    } else if (!strcmp(r->name, "exact")) {
         s = mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
     } else if (time_limit > 0) { /* auto with a time limit (parse allows no other) */
         mp_auto_opts_t ao = {.time_limit = time_limit, .progress = progress};
@@ -141,7 +150,7 @@ static bool run(const mp_buffer_t *b, size_t n, result *r, double time_limit) {
         return false;
     }
     r->ran = true;
-    r->valid = mp_plan_check(b, n, &r->plan, NULL) == MP_OK;
+    r->valid = mp_plan_check_fixed(b, n, fixed, &r->plan, NULL) == MP_OK;
     if (!r->valid) fprintf(stderr, "memplan: %s made an invalid plan: %s\n", r->name, mp_last_error());
     return true;
 }
@@ -254,23 +263,30 @@ int cmd_plan(int argc, char **argv) {
     const char *in = o.path ? o.path : o.model;
     if ((rc = cli_check_outputs(&in, 1, outs, 2))) return rc;
     mp_buffer_t *b = NULL;
+    uint64_t *fixed = NULL; /* the records' offset column, if any */
     size_t n = 0;
-    if ((rc = cli_load(o.path, o.model, &b, &n)) != EXIT_OK) return rc;
+    if (o.path && mp_records_read_fixed(o.path, &b, &n, &fixed) != MP_OK)
+        return cli_read_failed("memplan", o.path, CLI_RECORDS);
+    if (!o.path && (rc = cli_load(o.path, o.model, &b, &n)) != EXIT_OK) return rc;
     cli_default_align(b, n, o.align);
     mp_bounds_t bd;
     size_t ns = mp_strategy_count(), k = 0;
     result *r = calloc(ns, sizeof *r);
     if (!r || mp_bounds_compute(b, n, &bd) != MP_OK) {
         fprintf(stderr, "memplan: %s\n", r ? mp_last_error() : "out of memory");
-        free(r), free(b);
+        free(r), free(b), free(fixed);
         return EXIT_INPUT;
     }
     bool all = !strcmp(o.strategy, "all");
+    if (all && fixed)
+        fprintf(stderr, "memplan plan: fixed offsets: the shared-object strategies and exact cannot take them, skipped\n");
     for (size_t i = 0; i < ns; i++) {
         const mp_strategy_info_t *info = mp_strategy_info(i);
         if (all ? info->kind == MP_KIND_META : strcmp(info->name, o.strategy)) continue;
+        if (all && fixed && (info->kind == MP_KIND_OBJECTS || !strcmp(info->name, "exact")))
+            continue; /* they cannot take fixed offsets: said below */
         r[k] = (result){.name = info->name, .skipped = all};
-        if (!run(b, n, &r[k++], o.time_limit)) rc = EXIT_INPUT;
+        if (!run(b, n, fixed, &r[k++], o.time_limit)) rc = EXIT_INPUT;
     }
     const result *best = NULL;
     for (size_t i = 0; i < k; i++)
@@ -286,6 +302,6 @@ int cmd_plan(int argc, char **argv) {
     }
     for (size_t i = 0; i < k; i++) mp_plan_free(&r[i].plan);
     free(r);
-    free(b);
+    free(b), free(fixed);
     return rc;
 }

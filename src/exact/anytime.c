@@ -19,6 +19,7 @@
 #include "exact.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +69,7 @@ typedef struct worker {
     shared *sh;
     unsigned k;
     mp_status s;
+    char why[256];           /* its error message (errors are per thread) */
 } worker;
 
 static double remaining(const shared *sh) {
@@ -132,7 +134,10 @@ static mp_status run_lns(worker *w) {
 static void *work(void *arg) {
     worker *w = arg;
     w->s = w->sh->exact ? run_exact(w) : run_lns(w);
-    if (w->s != MP_OK) atomic_store(&w->sh->stop, 1); /* the other stops too */
+    if (w->s != MP_OK) {
+        snprintf(w->why, sizeof w->why, "%s", mp_last_error());
+        atomic_store(&w->sh->stop, 1); /* the other stops too */
+    }
     return NULL;
 }
 
@@ -151,13 +156,13 @@ static mp_status improve(shared *sh) {
     worker w[MAX_WORKERS];
     pthread_t th[MAX_WORKERS];
     bool started[MAX_WORKERS] = {false};
-    for (unsigned k = 0; k < nw; k++) w[k] = (worker){sh, k, MP_OK};
+    for (unsigned k = 0; k < nw; k++) w[k] = (worker){sh, k, MP_OK, ""};
     for (unsigned k = 1; k < nw; k++) started[k] = pthread_create(&th[k], NULL, work, &w[k]) == 0;
     work(&w[0]);
     for (unsigned k = 1; k < nw; k++)
         if (started[k]) pthread_join(th[k], NULL);
-    for (unsigned k = 0; k < nw; k++)
-        if (w[k].s != MP_OK) return w[k].s;
+    for (unsigned k = 0; k < nw; k++) /* the message on the caller's thread */
+        if (w[k].s != MP_OK) return mp__err(w[k].s, "anytime auto: %s", w[k].why);
     return MP_OK;
 }
 

@@ -16,3 +16,9 @@ else()
 endif()
 add_test(NAME test_mip COMMAND test_mip ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
 set_tests_properties(test_mip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# `memplan plan --time-limit` (anytime auto) and fixed offsets through the
+# real binary (tests/exact/cli.sh): output, exit codes, error texts.
+add_test(NAME cli_exact COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:memplan>
+         ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
+set_tests_properties(cli_exact PROPERTIES TIMEOUT 120)
