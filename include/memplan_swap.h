@@ -313,6 +313,50 @@ uint64_t mp_swap_joint_plain_peak(const mp_swap_joint_t *j);   /* no recompute, 
 uint64_t mp_swap_joint_least_peak(const mp_swap_joint_t *j);   /* below: nothing is feasible */
 void mp_swap_joint_free(mp_swap_joint_t *j);
 
+/* ---- the executed swap step (src/exec/exec_swap.c) ----------------------- *
+ *
+ *     mp_swap_run_t run;  mp_swap_run_opts_t ro;  mp_swap_run_opts_default(&ro);
+ *     mp_swap_run(train, &it, &plan, &sim, &ro, &run);   // it, sim: of train
+ *     ... run.result as mp_exec_run's; run.stall_seconds beside sim.stall_ns
+ *     mp_swap_run_free(&run);
+ */
+
+typedef struct mp_swap_run_opts_t {
+    uint64_t seed;           /* inputs and parameters, as mp_exec_opts_t (default 1) */
+    int poison;              /* NaN-fill slots given up and slots about to be
+                                swapped in, and outputs before their producer (default 1) */
+    const char *strategy;    /* places the device residencies (NULL: "auto") */
+    uint64_t copy_delay_ns;  /* tests: every copy sleeps this long first (default 0) */
+    int skip_in_waits;       /* tests: steps do not wait for swap-ins (a wrong
+                                schedule, which poison must expose) */
+} mp_swap_run_opts_t;
+
+void mp_swap_run_opts_default(mp_swap_run_opts_t *o);
+
+typedef struct mp_swap_run_t {
+    mp_exec_result_t result;    /* the step's outputs, as mp_exec_run's */
+    uint64_t device_bytes;      /* the device pool: every residency placed, checked */
+    uint64_t persistent_bytes;  /* persistent variables never swapped (own allocations) */
+    uint64_t host_bytes;        /* the host pool: one buffer per item */
+    size_t swaps;               /* items run (one swap-out and one swap-in each) */
+    double seconds;             /* the step's wall time */
+    double stall_seconds;       /* the compute thread waiting for copies */
+} mp_swap_run_t;
+
+/* Runs training graph train with swap plan `plan` over it = its timed
+ * iteration (mp_swap_iter_from_graph(train, ...)) and sim = the plan's
+ * simulation, which places each transfer between steps.  Each variable's
+ * stretches on the device between swaps are usage records placed by a
+ * core strategy (checked) in a device pool; two copy threads move the
+ * items to a host pool and back; a step waits for the swap-ins it reads
+ * and for the swap-outs whose memory it may reuse.  MP_EINVAL for an
+ * iteration, simulation or plan not of train; MP_ENOTFOUND as
+ * mp_exec_run.  Free with mp_swap_run_free. */
+mp_status mp_swap_run(const mp_graph_t *train, const mp_swap_iter_t *it, const mp_swap_plan_t *plan,
+                      const mp_swap_sim_t *sim, const mp_swap_run_opts_t *opts, mp_swap_run_t *out);
+
+void mp_swap_run_free(mp_swap_run_t *r);
+
 #ifdef __cplusplus
 }
 #endif

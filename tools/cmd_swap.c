@@ -37,6 +37,11 @@ static const char help[] =
     "  --evals N             BO's simulated evaluations (default 40)\n"
     "  --seed N              BO's seed (default 1)\n"
     "  --json                print one JSON object instead of the text\n"
+    "  --run                 run each score's plan for real on the reference CPU\n"
+    "                        executor (device and host pools, two copy threads),\n"
+    "                        outputs compared bit for bit with the plain step's;\n"
+    "                        measured stall beside the simulated one (exit 1 when\n"
+    "                        any output differs)\n"
     "  --joint               keep, swap or recompute per tensor (GRAPH: a forward\n"
     "                        graph): swap-only, recompute-only and joint plans at\n"
     "                        --limit, or along 12 limits from the plain step's peak\n"
@@ -49,7 +54,7 @@ static const char help[] =
 static const char usage_line[] =
     "usage: memplan swap [--mode no-overhead|limit] [--limit SIZE] [--score NAME]\n"
     "                    [--device NAME] [--link NAME|BW,LAT] [--min-size SIZE] [--evals N]\n"
-    "                    [--seed N] [--json] [--joint] GRAPH\n"
+    "                    [--seed N] [--json] [--joint] [--run] GRAPH\n"
     "'memplan swap --help' describes the options.\n";
 
 static const char *const SCORES[] = {"doa", "aoa", "wdoa", "swdoa", "bo"};
@@ -62,7 +67,7 @@ typedef struct opts {
     const char *path, *device, *link;
     mp_swap_select_opts_t sel;
     int score;                 /* -1: all */
-    bool json, has_limit, joint;
+    bool json, has_limit, joint, run;
 } opts;
 
 typedef struct row {
@@ -127,8 +132,9 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return fputs(help, stdout), -1;
-        if (!strcmp(a, "--json") || !strcmp(a, "--joint")) {
-            if (a[3] == 's') o->json = true;
+        if (!strcmp(a, "--json") || !strcmp(a, "--joint") || !strcmp(a, "--run")) {
+            if (a[2] == 'r') o->run = true;
+            else if (a[3] == 's') o->json = true;
             else o->joint = true;
             continue;
         }
@@ -294,7 +300,7 @@ static void print_json(const opts *o, const summary *s, const mp_swap_device_t *
                (unsigned long long)w->smartpool, (unsigned long long)w->best, w->ms);
         sep = ",";
     }
-    printf("]}\n");
+    printf("]%s", o->run ? ",\"run\":" : "}\n");
 }
 
 int cmd_swap(int argc, char **argv) {
@@ -307,6 +313,7 @@ int cmd_swap(int argc, char **argv) {
     if (mp_swap_link_preset(o.link, &link) != MP_OK &&
         (!strchr(o.link, ',') || mp_swap_link_parse(o.link, &link) != MP_OK))
         return fail();
+    if (o.joint && o.run) return usage("--run and --joint do not go together (yet)", NULL);
     if (o.joint) {
         cli_swap_joint_args ja = {o.path, &dev, &link, o.score < 0 ? MP_SWAP_SWDOA : (mp_swap_score)o.score,
                                   o.sel.min_size, o.sel.limit, o.has_limit, o.json};
@@ -322,6 +329,15 @@ int cmd_swap(int argc, char **argv) {
     if (!rc) rc = run_scores(&it, &link, &o, r);
     if (!rc && o.json) print_json(&o, &s, &dev, &link, r);
     else if (!rc) print_text(&o, &s, &dev, &link, r);
+    if (!rc && o.run) {
+        cli_swap_run_row rows[N_SCORES];
+        size_t n = 0;
+        for (int k = 0; k < N_SCORES; k++)
+            if (o.score < 0 || o.score == k) rows[n++] = (cli_swap_run_row){SCORES[k], &r[k].plan, &r[k].sim};
+        fflush(stdout);
+        rc = cli_swap_run(train, &it, rows, n, o.json);
+        if (o.json) printf("}\n");
+    }
     for (int k = 0; k < N_SCORES; k++) mp_swap_plan_free(&r[k].plan), mp_swap_sim_free(&r[k].sim);
     mp_swap_iter_free(&it);
     mp_graph_free(train);

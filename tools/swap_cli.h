@@ -18,4 +18,18 @@ typedef struct cli_swap_joint_args {
 /* `memplan swap --joint` (swap_joint.c): exit status as the command's. */
 int cli_swap_joint(const cli_swap_joint_args *a);
 
+/* One printed score's plan and its simulation, for --run. */
+typedef struct cli_swap_run_row {
+    const char *score;
+    const mp_swap_plan_t *plan;
+    const mp_swap_sim_t *sim;
+} cli_swap_run_row;
+
+/* `memplan swap --run` (swap_run.c): runs each row's plan and the plain
+ * step on the reference executor; prints text lines, or with json one
+ * object (no newline: it sits inside the command's object).  EXIT_INVALID
+ * when some output differs from the plain step's. */
+int cli_swap_run(const mp_graph_t *train, const mp_swap_iter_t *it, const cli_swap_run_row *rows, size_t n_rows,
+                 bool json);
+
 #endif

@@ -136,6 +136,7 @@ typedef struct run {
     mp__exec x;
     const mp_exec_opts_t *o;
     const mp_graph_plan_t *plan;
+    const mp__exec_hooks *h;
     char *arena;
     char **own;                 /* per tensor: its own allocation, or NULL */
     const mp__exec_op **kern;   /* per node */
@@ -211,7 +212,14 @@ static mp_status layout(run *r) {
         r->span[t] = T->numel * T->dtype_size;
         if (T->root != t) continue;
         size_t s = r->plan ? r->plan->storage[t] : MP_GRAPH_NONE;
-        if (s != MP_GRAPH_NONE) {
+        char *placed = NULL;
+        if (r->h && r->h->place) {
+            mp_status st = r->h->place(r->h->ctx, t, r->span[t], &placed);
+            if (st) return st;
+        }
+        if (placed) {
+            r->x.addr[t] = placed;
+        } else if (s != MP_GRAPH_NONE) {
             r->x.addr[t] = r->arena + r->plan->offset[s];
         } else {
             if (!(r->own[t] = alloc_aligned(r->span[t]))) return MP__NOMEM();
@@ -391,6 +399,11 @@ static mp_status copy_outputs(const run *r, mp_exec_result_t *out) {
 }
 
 mp_status mp_exec_run(const mp_graph_t *g, const mp_exec_opts_t *opts, mp_exec_result_t *out) {
+    return mp__exec_run_hooked(g, opts, NULL, out);
+}
+
+mp_status mp__exec_run_hooked(const mp_graph_t *g, const mp_exec_opts_t *opts, const mp__exec_hooks *h,
+                              mp_exec_result_t *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!g || !out) return mp__err(MP_EINVAL, "exec: NULL graph or result");
     mp_exec_opts_t defaults = {0};
@@ -399,6 +412,7 @@ mp_status mp_exec_run(const mp_graph_t *g, const mp_exec_opts_t *opts, mp_exec_r
     r.x.g = g;
     r.o = opts ? opts : &defaults;
     r.plan = r.o->plan;
+    r.h = h;
     mp_status s = mp_exec_supported(g);
     if (s == MP_OK && r.plan) s = check_plan(g, r.plan);
     if (s == MP_OK) s = layout(&r);
@@ -411,9 +425,12 @@ mp_status mp_exec_run(const mp_graph_t *g, const mp_exec_opts_t *opts, mp_exec_r
     double t0 = now();
     for (size_t step = 0; step < g->n_nodes; step++) {
         size_t v = g->order[step];
+        if (h && h->before && (s = h->before(h->ctx, &r.x, r.span, step)) != MP_OK) goto fail;
         if ((s = prepare_node(&r, v)) != MP_OK) goto fail;
         if ((s = run_node(&r, v)) != MP_OK) goto fail;
+        if (h && h->after && (s = h->after(h->ctx, &r.x, r.span, step)) != MP_OK) goto fail;
     }
+    if (h && h->end && (s = h->end(h->ctx, &r.x, r.span)) != MP_OK) goto fail;
     out->seconds = now() - t0;
     if ((s = copy_outputs(&r, out)) != MP_OK) goto fail;
     out->arena_bytes = r.plan ? r.plan->footprint : 0;

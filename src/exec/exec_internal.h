@@ -61,6 +61,23 @@ const mp__exec_op *mp__exec_ops_resize(size_t *n);   /* exec_resize.c */
  * when a view does not fit its root or its op's arguments. */
 mp_status mp__exec_views_layout(mp__exec *x, uint64_t *span);
 
+/* A run with hooks (the executed swap step, exec_swap.c): `place` gives a
+ * root tensor's memory (NULL: the executor allocates it, as without a
+ * plan), `before`/`after` run around each step and may move root tensors
+ * (then call mp__exec_views_layout with `span`), `end` runs after the last
+ * step, before the outputs are copied.  Any hook may be NULL; a status
+ * other than MP_OK stops the run. */
+typedef struct mp__exec_hooks {
+    void *ctx;
+    mp_status (*place)(void *ctx, size_t t, uint64_t bytes, char **addr);
+    mp_status (*before)(void *ctx, mp__exec *x, uint64_t *span, size_t step);
+    mp_status (*after)(void *ctx, mp__exec *x, uint64_t *span, size_t step);
+    mp_status (*end)(void *ctx, mp__exec *x, uint64_t *span);
+} mp__exec_hooks;
+
+mp_status mp__exec_run_hooked(const mp_graph_t *g, const mp_exec_opts_t *opts, const mp__exec_hooks *h,
+                              mp_exec_result_t *out);
+
 /* (exec_views.c) A contiguous copy of strided tensor t, read from its
  * root's memory now (free() it); MP_ENOMEM. */
 mp_status mp__exec_unview(const mp__exec *x, size_t t, float **out);

@@ -58,6 +58,12 @@ jcheck "joint within limits" "$T/joint.json" 'all(p["joint"]["peak"] <= p["limit
 expect 0 "recompute only" swap --joint --limit 25MB --min-size 64K $C/squeezenet1_1.graph.json.gz
 expect 2 "memplan swap: ../../bench/corpus/train/resnet18-b16.graph.json.gz: --joint needs a forward graph" swap --joint ../../bench/corpus/train/resnet18-b16.graph.json.gz
 
+# Executed for real: every output bit-identical to the plain step's.
+"$M" swap --run --json --score swdoa --min-size 64K $C/squeezenet1_1.graph.json.gz >"$T/run.json" 2>"$T/err" || bad "swap --run: $(cat "$T/err")"
+jcheck "run identical" "$T/run.json" 'd["run"]["runs"][0]["identical"] == d["run"]["runs"][0]["outputs"] > 0 and d["run"]["runs"][0]["swapped"] > 0'
+expect 0 "bit-identical" swap --run --score doa --min-size 64K $C/squeezenet1_1.graph.json.gz
+expect 2 "memplan swap: --run and --joint do not go together" swap --run --joint $G/mlp.json
+
 # Errors.
 expect 2 "memplan swap: limit 1 bytes is below load_min" swap --mode limit --limit 1 $C/resnet18.graph.json.gz
 expect 2 "memplan swap: unknown device 'tpu' (gtx1080ti, v100, h100, cpu)" swap --device tpu $G/mlp.json
