@@ -8,7 +8,9 @@
  * fall on one file only.  Every plan goes through the checker.  Prints one
  * Markdown row per file and limit: the median footprint and its gap to the
  * proven bound, the range over repetitions, how many runs proved
- * optimality, and the median seconds.
+ * optimality, the median seconds, and the median CPU seconds the process
+ * got meanwhile (all threads; on a machine shared with other work this
+ * says how much of the time limit was really spent searching).
  *
  * With --threads 1,2 each limit runs with one thread and with two (the
  * default, 0, lets the library choose: two on two cores).
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 enum { MAX_FILES = 64, MAX_LIMITS = 8, MAX_REPS = 9 };
 
@@ -35,7 +38,7 @@ static int parse_list(char *p, double *v) {
 
 typedef struct runrec {
     uint64_t fp, lb;
-    double sec;
+    double sec, cpu;
     int optimal;
 } runrec;
 
@@ -46,6 +49,14 @@ static int cmp_u64(const void *x, const void *y) {
 static int cmp_d(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
     return a < b ? -1 : a > b;
+}
+
+/* User and system CPU seconds of the process so far. */
+static double cpu_now(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+           1e-6 * ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec);
 }
 
 static double gap(uint64_t x, uint64_t lb) { return lb ? 100.0 * ((double)x - (double)lb) / (double)lb : 0; }
@@ -102,12 +113,15 @@ int main(int argc, char **argv) {
                 }
                 mp_auto_opts_t o = {.time_limit = limits[l], .threads = (unsigned)threads[l]};
                 mp_exact_report_t r;
-                if (mp_plan_auto_opts(b, n, &o, &p, &r) != MP_OK ||
+                double c0 = cpu_now();
+                mp_status st = mp_plan_auto_opts(b, n, &o, &p, &r);
+                double cpu = cpu_now() - c0;
+                if (st != MP_OK ||
                     mp_plan_check(b, n, &p, NULL) != MP_OK || p.footprint > autof[f]) {
                     fprintf(stderr, "bench_anytime: %s: %s\n", argv[i + f], mp_last_error());
                     bad = 1;
                 }
-                rec[f][l][rep] = (runrec){p.footprint, r.lower_bound, r.seconds,
+                rec[f][l][rep] = (runrec){p.footprint, r.lower_bound, r.seconds, cpu,
                                           r.status == MP_EXACT_OPTIMAL};
                 fprintf(stderr, "bench_anytime: rep %d, %g s, %g threads, %s: %llu (%s) in %.2f s\n",
                         rep, limits[l], threads[l], argv[i + f], (unsigned long long)p.footprint,
@@ -115,29 +129,31 @@ int main(int argc, char **argv) {
                 mp_plan_free(&p);
                 free(b);
             }
-    printf("| instance | buffers | lower bound | greedy-size | auto (today) | limit s | threads | anytime median | range | optimal | median s |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| instance | buffers | lower bound | greedy-size | auto (today) | limit s | threads | anytime median | range | optimal | median s | median CPU s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     size_t rl = strlen(root);
     for (int f = 0; f < nf; f++)
         for (int l = 0; l < nl; l++) {
             uint64_t fp[MAX_REPS], lb = lb0[f];
-            double sec[MAX_REPS];
+            double sec[MAX_REPS], cpu[MAX_REPS];
             int opt = 0;
             for (int r = 0; r < reps; r++) {
-                fp[r] = rec[f][l][r].fp, sec[r] = rec[f][l][r].sec, opt += rec[f][l][r].optimal;
+                fp[r] = rec[f][l][r].fp, sec[r] = rec[f][l][r].sec, cpu[r] = rec[f][l][r].cpu;
+                opt += rec[f][l][r].optimal;
                 if (rec[f][l][r].lb > lb) lb = rec[f][l][r].lb; /* every one is proven */
             }
             qsort(fp, (size_t)reps, sizeof *fp, cmp_u64);
             qsort(sec, (size_t)reps, sizeof *sec, cmp_d);
+            qsort(cpu, (size_t)reps, sizeof *cpu, cmp_d);
             const char *name = argv[i + f];
             if (rl && !strncmp(name, root, rl)) name += rl;
-            printf("| %s | %zu | %llu | %llu (+%.2f%%) | %llu (+%.2f%%) | %g | %s | %llu (+%.2f%%) | %llu-%llu | %d/%d | %.2f |\n",
+            printf("| %s | %zu | %llu | %llu (+%.2f%%) | %llu (+%.2f%%) | %g | %s | %llu (+%.2f%%) | %llu-%llu | %d/%d | %.2f | %.2f |\n",
                    name, nbuf[f], (unsigned long long)lb, (unsigned long long)greedy[f],
                    gap(greedy[f], lb), (unsigned long long)autof[f], gap(autof[f], lb), limits[l],
                    threads[l] == 1 ? "1" : threads[l] == 2 ? "2" : "default",
                    (unsigned long long)fp[reps / 2], gap(fp[reps / 2], lb),
                    (unsigned long long)fp[0], (unsigned long long)fp[reps - 1], opt, reps,
-                   sec[reps / 2]);
+                   sec[reps / 2], cpu[reps / 2]);
         }
     return bad;
 }
