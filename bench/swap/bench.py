@@ -10,6 +10,13 @@ zhang2019's Fig. 9 and Table II, on the corpus, and its selection time.
    H100 preset, PCIe 5: the no-overhead reduction of each score and BO.
 3. The time of selection + BO (40 evaluations) on a synthetic chain of
    about 5000 variables (830 layers; the issue's target: under 2 s here).
+4. Executed (`memplan swap --run`): small corpus graphs trained one step on
+   this CPU's reference executor with the plans of BO (no overhead) and
+   SWDOA (limit half-way to load_min), `cpu` device and `measured` link:
+   outputs against the plain step, memory, measured stall vs simulated.
+5. Keep, swap or recompute (`memplan swap --joint`): swap-only,
+   recompute-only and joint plans along 12 limits, for the paper's two
+   models (their preset and link) and every corpus graph (H100, PCIe 5).
 
 Writes docs/benchmarks-swap.md and docs/img/swap-*.svg (atomically).
 Run through bench/swap/run, which sets the paths.
@@ -181,6 +188,129 @@ def corpus_section(binary, quick):
     return out
 
 
+METHODS = ["swap", "recompute", "joint"]
+
+
+def joint(binary, path, *args):
+    return memplan(binary, "--joint", *args, path)
+
+
+def joint_counts(d):
+    """Limits where each method is feasible, and where joint is strictly
+    faster than both pure methods (an infeasible one counts as slower)."""
+    pts = d["points"][1:]          # the first is the plain peak: nothing to do
+    feas = {m: sum(p[m]["feasible"] for p in pts) for m in METHODS}
+    better = sum(1 for p in pts if p["joint"]["feasible"] and all(
+        not p[m]["feasible"] or p["joint"]["total_ns"] < p[m]["total_ns"] for m in ("swap", "recompute")))
+    worse = sum(1 for p in pts for m in ("swap", "recompute")
+                if p[m]["feasible"] and (not p["joint"]["feasible"] or p["joint"]["total_ns"] > p[m]["total_ns"]))
+    return len(pts), feas, better, worse
+
+
+def table_joint_curve(name, d):
+    out = [f"**{name}** ({d['candidates']} recompute candidates): overhead (% of the plain "
+           "step) per limit; `-`: infeasible; the joint plan's recompute plan and swap count", "",
+           "| limit | swap only | recompute only | joint | joint's plan |", "|---:|---:|---:|---:|---|"]
+    for p in d["points"]:
+        cell = lambda c: f"{100 * c['overhead']:.1f}" if c["feasible"] else "-"
+        j = p["joint"]
+        plan = f"{j['recompute']} + {j['swapped']} swapped" if j["feasible"] else ""
+        out.append(f"| {mib(p['limit']):.1f} MiB | {cell(p['swap'])} | {cell(p['recompute'])} | "
+                   f"**{cell(j)}** | {plan} |")
+    return out
+
+
+def svg_joint(name, d, setting):
+    """Trade-off curves: overhead against the limit, one line per method
+    (infeasible points left out)."""
+    w, h, l, r, t, b = 640, 360, 60, 120, 30, 45
+    pts = d["points"]
+    xs = [mib(p["limit"]) for p in pts]
+    vals = [100 * p[m]["overhead"] for p in pts for m in METHODS if p[m]["feasible"]]
+    ymax = max(1.0, max(vals) if vals else 1.0) * 1.05
+    xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+
+    def px(x):
+        return l + (x - xmin) / (xmax - xmin) * (w - l - r)
+
+    def py(y):
+        return h - b - y / ymax * (h - t - b)
+
+    colors = {"swap": "#1f77b4", "recompute": "#ff7f0e", "joint": "#2ca02c"}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<rect width="{w}" height="{h}" fill="white"/>',
+             f'<text x="{w / 2}" y="18" text-anchor="middle">{name}: keep, swap or recompute '
+             f'({setting})</text>',
+             f'<line x1="{l}" y1="{h - b}" x2="{w - r}" y2="{h - b}" stroke="black"/>',
+             f'<line x1="{l}" y1="{t}" x2="{l}" y2="{h - b}" stroke="black"/>']
+    for k in range(6):
+        x = xmin + (xmax - xmin) * k / 5
+        parts.append(f'<text x="{px(x):.1f}" y="{h - b + 16}" text-anchor="middle">{x:.0f}</text>')
+        y = ymax * k / 5
+        parts.append(f'<text x="{l - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
+    parts.append(f'<text x="{(l + w - r) / 2}" y="{h - 8}" text-anchor="middle">memory load limit (MiB)</text>')
+    parts.append(f'<text x="14" y="{(t + h - b) / 2}" transform="rotate(-90 14 {(t + h - b) / 2})" '
+                 f'text-anchor="middle">overhead (%)</text>')
+    for k, m in enumerate(METHODS):
+        line = [(px(mib(p["limit"])), py(100 * p[m]["overhead"])) for p in pts if p[m]["feasible"]]
+        if line:
+            pl = " ".join(f"{x:.1f},{y:.1f}" for x, y in line)
+            parts.append(f'<polyline points="{pl}" fill="none" stroke="{colors[m]}" '
+                         f'stroke-width="{3 if m == "joint" else 2}"/>')
+            parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colors[m]}"/>' for x, y in line]
+        parts.append(f'<text x="{w - r + 10}" y="{t + 16 * k + 10}" fill="{colors[m]}">{m}'
+                     f'{" only" if m != "joint" else ""}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+RUN_MODELS = ["squeezenet1_1", "shufflenet_v2_x1_0", "resnet18", "mobilenet_v2"]
+
+
+def run_section(binary, quick):
+    out = ["| model | plan | swapped | outputs identical | device pool + persistent | simulated peak load "
+           "| step ms (plain) | stall ms measured | simulated |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in RUN_MODELS[:2] if quick else RUN_MODELS:
+        f = os.path.join(ROOT, "bench", "corpus", "inference", f"{name}.graph.json.gz")
+        base = memplan(binary, "--score", "doa", "--device", "cpu", "--link", "measured", f)
+        limit = (base["peak"] + base["load_min"]) // 2
+        for label, args in (("bo, no overhead", ["--score", "bo"]),
+                            (f"swdoa, limit {mib(limit):.1f} MiB", ["--score", "swdoa", "--mode", "limit",
+                                                                  "--limit", str(limit)])):
+            log(f"run {name} {label}")
+            d = memplan(binary, "--run", "--device", "cpu", "--link", "measured", *args, f)
+            s, r = d["scores"][0], d["run"]["runs"][0]
+            out.append(f"| {name} | {label} | {r['swapped']} | {r['identical']}/{r['outputs']} | "
+                       f"{mib(r['device_bytes'] + r['persistent_bytes']):.2f} MiB | {mib(s['peak']):.2f} MiB | "
+                       f"{1e3 * r['seconds']:.0f} ({1e3 * d['run']['plain_seconds']:.0f}) | "
+                       f"{1e3 * r['stall_seconds']:.1f} | {r['simulated_stall_ns'] / 1e6:.1f} |")
+    return out
+
+
+def joint_section(binary, paths, quick):
+    """The paper's models (1080 Ti, PCIe 3) in full; every corpus graph
+    (H100, PCIe 5) summarised."""
+    paper = {name: joint(binary, path) for name, path in paths.items()}
+    files = sorted(glob.glob(os.path.join(ROOT, "bench", "corpus", "inference", "*.graph.json.gz")))
+    if quick:
+        files = files[:2]
+    rows = ["| model | plain peak | nothing fits below | limits | swap only feasible | recompute only "
+            "feasible | joint feasible | joint strictly faster than both | joint slower than one |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    corpus = {}
+    for f in files:
+        name = os.path.basename(f).split(".")[0]
+        log(f"joint {name}")
+        d = joint(binary, f, "--device", "h100", "--link", "pcie5")
+        corpus[name] = d
+        n, feas, better, worse = joint_counts(d)
+        rows.append(f"| {name} | {mib(d['plain_peak']):.1f} MiB | {mib(d['least_peak']):.1f} MiB | {n} | "
+                    f"{feas['swap']} | {feas['recompute']} | {feas['joint']} | {better} | {worse} |")
+    return paper, corpus, rows
+
+
 def chain_graph(layers, batch=64, width=512):
     """A chain of linear+relu layers: 2 activations and 1 weight per layer."""
     tensors = [{"id": 0, "name": "x", "shape": [batch, width], "dtype": "float32",
@@ -259,14 +389,22 @@ def main():
         rows, curves = paper_section(a.bin, paths, steps)
         corpus = corpus_section(a.bin, a.quick)
         speed = speed_section(a.bin, tmp, layers)
+        joints = joint_section(a.bin, paths, a.quick)
+        runs = run_section(a.bin, a.quick)
     for name, curve in curves.items():
         write_atomic(os.path.join(a.img, f"swap-{name}.svg"), svg_curve(name, curve))
-    doc = render(a, rows, curves, corpus, speed, batch)
+    for name, d in joints[0].items():
+        write_atomic(os.path.join(a.img, f"swap-joint-{name}.svg"), svg_joint(name, d, "1080 Ti preset, PCIe 3"))
+    for name in ("resnet50", "vit_b_16"):
+        if name in joints[1]:
+            write_atomic(os.path.join(a.img, f"swap-joint-corpus-{name}.svg"),
+                         svg_joint(name, joints[1][name], "H100 preset, PCIe 5"))
+    doc = render(a, rows, curves, corpus, speed, batch, joints, runs)
     write_atomic(a.out, doc)
     log(f"wrote {a.out}")
 
 
-def render(a, rows, curves, corpus, speed, batch):
+def render(a, rows, curves, corpus, speed, batch, joints, runs):
     lines = ["# Swapping: AutoSwap beside zhang2019", "",
              f"Produced by `{a.cmd}` on {machine()}. Every number is a simulation "
              "(`memplan swap`, docs/swap.md): op times from a device model, transfers from "
@@ -284,6 +422,30 @@ def render(a, rows, curves, corpus, speed, batch):
     lines += ["## Every corpus graph, trained, H100 preset, PCIe 5", "",
               "The largest load reduction with no stall: the best of the four scores and BO.", ""]
     lines += corpus + ["", "## Selection time", ""] + speed + [""]
+    lines += ["## Executed on this CPU", "",
+              "`memplan swap --run` (docs/swap.md, \"Executed for real\"): each plan run for real on "
+              "the reference executor, with a device pool, a host pool and two copy threads. The `cpu` "
+              "device preset and the `measured` link time the plan on this machine. Its outputs are "
+              "compared bit for bit with the plain step's. Step times and stalls are single runs on a "
+              "shared 2-core machine.", ""] + runs + [""]
+    paper, jcorpus, jrows = joints
+    lines += ["## Keep, swap or recompute", "",
+              "`memplan swap --joint` (src/swap/joint.c, docs/swap.md): at each of 12 memory load "
+              "limits, from the plain step's peak down to the least any candidate reaches, the "
+              "fastest swap-only plan (AutoSwap, limit mode, SWDOA), the fastest recompute-only plan "
+              "(the recompute candidates that fit alone) and the joint plan (every candidate, "
+              "swapping on top where it does not fit alone). Overheads are simulated step time over "
+              "the plain step's compute time; recomputation is timed like every other op. Default "
+              "candidate size (1 MiB).", ""]
+    for name, d in paper.items():
+        lines += [f"![{name} joint](img/swap-joint-{name}.svg)", ""] + table_joint_curve(name, d) + [""]
+    lines += ["Every corpus graph, trained, H100 preset, PCIe 5: per graph, the 11 limits below "
+              "the plain peak, where each method is feasible, where the joint plan is strictly "
+              "faster than both pure methods (an infeasible one counts as slower), and where it is "
+              "slower than one (must be 0: the joint candidates include both).", ""] + jrows + [""]
+    for name in ("resnet50", "vit_b_16"):
+        if name in jcorpus:
+            lines += [f"![{name} joint](img/swap-joint-corpus-{name}.svg)", ""]
     notes = os.path.join(ROOT, "bench", "swap", "notes.md")
     if not a.quick and os.path.exists(notes):        # the reading, appended verbatim
         with open(notes) as f:
