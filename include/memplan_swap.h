@@ -97,6 +97,14 @@ const char *mp_swap_device_preset_name(size_t i);    /* NULL past the end */
 mp_status mp_swap_iter_from_graph(const mp_graph_t *g, const mp_swap_device_t *dev,
                                   mp_swap_iter_t *out);
 
+/* Replaces the op times of it = mp_swap_iter_from_graph(train, ...) by
+ * the kernel times measured running train on the reference CPU executor
+ * (src/exec/exec_time.c): the median of reps runs (0: 3) per op.  The
+ * "measured here" producer of timed iterations: only meaningful for this
+ * CPU.  MP_EINVAL when it is not of train, MP_ENOTFOUND for an op the
+ * executor cannot run. */
+mp_status mp_swap_iter_measure(const mp_graph_t *train, size_t reps, mp_swap_iter_t *it);
+
 /* Checks the invariants above; MP_EINVAL naming the op or variable. */
 mp_status mp_swap_iter_validate(const mp_swap_iter_t *it);
 

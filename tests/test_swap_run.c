@@ -168,8 +168,37 @@ static void test_errors(void) {
     mp_graph_free(a);
 }
 
+/* Op times measured on the executor: the step takes time and its ops
+ * differ (a convolution against a view); a foreign iteration refused. */
+static void test_measure(void) {
+    mp_graph_t *fwd = NULL, *train = NULL;
+    if (!MP_CHECK_OK(mp_graph_load("graph/cnn_small.json", &fwd))) return;
+    mp_backward_opts_t bo = {.add_loss = 1, .accumulate = 1};
+    mp_swap_device_t dev;
+    mp_swap_iter_t it, small;
+    mp_swap_device_preset("h100", &dev);
+    if (MP_CHECK_OK(mp_graph_backward(fwd, &bo, &train, NULL)) && MP_CHECK_OK(mp_swap_iter_from_graph(train, &dev, &it))) {
+        MP_CHECK_OK(mp_swap_iter_measure(train, 3, &it));
+        uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+        for (size_t j = 0; j < it.n_ops; j++) {
+            total += it.op[j].ns;
+            if (it.op[j].ns < lo) lo = it.op[j].ns;
+            if (it.op[j].ns > hi) hi = it.op[j].ns;
+        }
+        MP_CHECK(total > 0 && hi > lo);
+        if (MP_CHECK_OK(mp_swap_iter_from_graph(fwd, &dev, &small))) {
+            MP_CHECK_EQ_U64(mp_swap_iter_measure(train, 1, &small), MP_EINVAL);
+            mp_swap_iter_free(&small);
+        }
+        mp_swap_iter_free(&it);
+    }
+    mp_graph_free(train);
+    mp_graph_free(fwd);
+}
+
 int main(void) {
     test_errors();
+    test_measure();
     check_model("graph/cnn_small.json", 1);   /* a 4-conv CNN, batch 8, 32x32 */
 #ifndef __SANITIZE_ADDRESS__   /* seconds here, minutes under ASan */
     check_model("squeezenet1_1", 0);

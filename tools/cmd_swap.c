@@ -30,7 +30,9 @@ static const char help[] =
     "                        K, M, G (powers of 1024; KB, MB, GB powers of 1000))\n"
     "  --score NAME          doa, aoa, wdoa, swdoa, bo (Bayesian optimisation of the\n"
     "                        four combined) or all (default): one row each\n"
-    "  --device NAME         op times: gtx1080ti (default), v100, h100, cpu (measured)\n"
+    "  --device NAME         op times: gtx1080ti (default), v100, h100, cpu (measured\n"
+    "                        rates), or run (each op timed on the reference CPU\n"
+    "                        executor, median of 3 steps)\n"
     "  --link NAME           pcie3 (default), pcie4, pcie5, nvlink-c2c, measured, or\n"
     "                        BW,LAT (e.g. 12G,10us: bytes/s and latency both ways)\n"
     "  --min-size SIZE       candidates are at least this large (default 1MiB)\n"
@@ -246,8 +248,12 @@ static void print_text(const opts *o, const summary *s, const mp_swap_device_t *
     char h1[32], h2[32], h3[32];
     printf("%s: %zu ops, %zu variables, %zu candidates >= %s\n", s->model, s->ops, s->vars,
            s->candidates, cli_human(o->sel.min_size, h1, sizeof h1));
-    printf("device %s (%.2f TFLOP/s, %.0f GB/s): %.3f ms of compute per iteration\n", d->name,
-           d->flops / 1e12, d->bytes_per_s / 1e9, (double)s->compute_ns / 1e6);
+    if (!strcmp(d->name, "run"))
+        printf("device run (op times measured on the reference executor): %.3f ms of compute per iteration\n",
+               (double)s->compute_ns / 1e6);
+    else
+        printf("device %s (%.2f TFLOP/s, %.0f GB/s): %.3f ms of compute per iteration\n", d->name,
+               d->flops / 1e12, d->bytes_per_s / 1e9, (double)s->compute_ns / 1e6);
     printf("link %s: out %.1f us + %.1f GB/s, in %.1f us + %.1f GB/s\n", l->name,
            (double)l->out_lat_ns / 1e3, l->out_bytes_per_s / 1e9, (double)l->in_lat_ns / 1e3,
            l->in_bytes_per_s / 1e9);
@@ -309,7 +315,10 @@ int cmd_swap(int argc, char **argv) {
     if (rc) return rc < 0 ? EXIT_OK : rc;
     mp_swap_device_t dev;
     mp_swap_link_t link;
-    if (mp_swap_device_preset(o.device, &dev) != MP_OK) return fail();
+    bool measure = !strcmp(o.device, "run");   /* op times from the reference executor */
+    if (measure && o.joint) return usage("--device run does not go with --joint", NULL);
+    if (mp_swap_device_preset(measure ? "cpu" : o.device, &dev) != MP_OK) return fail();
+    if (measure) snprintf(dev.name, sizeof dev.name, "run");
     if (mp_swap_link_preset(o.link, &link) != MP_OK &&
         (!strchr(o.link, ',') || mp_swap_link_parse(o.link, &link) != MP_OK))
         return fail();
@@ -323,6 +332,10 @@ int cmd_swap(int argc, char **argv) {
     if ((rc = load_train(o.path, &train))) return rc;
     mp_swap_iter_t it;
     if (mp_swap_iter_from_graph(train, &dev, &it) != MP_OK) return mp_graph_free(train), fail();
+    if (measure) {
+        fprintf(stderr, "memplan swap: timing the step on the reference executor (3 runs)...\n");
+        if (mp_swap_iter_measure(train, 3, &it) != MP_OK) return mp_swap_iter_free(&it), mp_graph_free(train), fail();
+    }
     summary s = {.model = *mp_graph_model_name(train) ? mp_graph_model_name(train) : o.path};
     row r[N_SCORES] = {0};
     rc = summarise(&it, &o, &s);

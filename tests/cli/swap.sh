@@ -63,6 +63,8 @@ expect 2 "memplan swap: ../../bench/corpus/train/resnet18-b16.graph.json.gz: --j
 jcheck "run identical" "$T/run.json" 'd["run"]["runs"][0]["identical"] == d["run"]["runs"][0]["outputs"] > 0 and d["run"]["runs"][0]["swapped"] > 0'
 expect 0 "bit-identical" swap --run --score doa --min-size 64K $C/squeezenet1_1.graph.json.gz
 expect 2 "memplan swap: --run and --joint do not go together" swap --run --joint $G/mlp.json
+expect 0 "device run (op times measured on the reference executor)" swap --device run --score doa --min-size 4K ../graph/cnn_small.json
+expect 2 "memplan swap: --device run does not go with --joint" swap --device run --joint $G/mlp.json
 
 # Errors.
 expect 2 "memplan swap: limit 1 bytes is below load_min" swap --mode limit --limit 1 $C/resnet18.graph.json.gz
