@@ -1,6 +1,7 @@
 /* memplan_fixed.h -- pre-placed buffers: offsets fixed in advance
- * (src/offsets/fixed.c, src/io/records.c).  Included by memplan.h; not
- * meant to be included alone.
+ * (src/offsets/fixed.c, src/io/records.c), and memory pools of limited size
+ * (src/offsets/pools.c).  Included by memplan.h; not meant to be included
+ * alone.
  *
  * Compilers such as TVM's USMP and TFLite Micro place some buffers
  * themselves (a model input in a given region, a persistent tensor) and ask
@@ -56,6 +57,50 @@ mp_status mp_plan_check_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fi
  * such column.  Fixed offsets are validated (mp_fixed_validate, with the
  * file's line numbers).  Free both with free(). */
 mp_status mp_records_read_fixed(const char *path, mp_buffer_t **b, size_t *n, uint64_t **fixed);
+
+/* ---- pools ----------------------------------------------------------------
+ * Several memories of limited size, e.g. 256 KiB of fast on-chip SRAM and
+ * DRAM: the first pool gets as many buffers as it can hold, the rest go on
+ * to the next (src/offsets/pools.c). */
+
+typedef struct mp_pool_t {
+    const char *name;     /* for messages and the plan CSV */
+    uint64_t capacity;    /* bytes; 0: unlimited */
+} mp_pool_t;
+
+/* Where each buffer lives: pool[i] (an index into the pools) and offset[i]
+ * within that pool; footprint[j] is pool j's (0 when empty). */
+typedef struct mp_pool_plan_t {
+    size_t n, n_pools;
+    size_t *pool;
+    uint64_t *offset;
+    uint64_t *footprint;
+    const char *strategy; /* static name of the strategy that placed them */
+} mp_pool_plan_t;
+
+/* Fills the k pools in order with the named offset strategy (or "auto"):
+ * per pool, the strategy plans every buffer still unplaced; the pool keeps
+ * the buffers that end within its capacity there, then, largest first, any
+ * other that still fits by first fit; the rest go on.  MP_EINVAL when
+ * buffers are left after the last pool (make it unlimited) or for a
+ * shared-object strategy or "exact".  Free *out with mp_pool_plan_free. */
+mp_status mp_plan_pools(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
+                        const char *strategy, mp_pool_plan_t *out);
+
+/* Proves a pool plan valid: every pool index below k, within each pool no
+ * two conflicting buffers overlap and every offset is aligned, each pool's
+ * footprint within its capacity and equal to the one recorded.  MP_OK, or
+ * MP_ECONFLICT naming the pool and buffer. */
+mp_status mp_pool_plan_check(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
+                             const mp_pool_plan_t *plan);
+
+/* Releases what a pool plan owns and zeroes it; NULL is fine. */
+void mp_pool_plan_free(mp_pool_plan_t *plan);
+
+/* Writes "id,offset,size,pool" rows in buffer order (pool: its name),
+ * replacing path as the other writers do. */
+mp_status mp_pool_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
+                                 const mp_pool_t *pools, const mp_pool_plan_t *plan);
 
 #ifdef __cplusplus
 }

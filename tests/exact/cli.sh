@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/exact/cli.sh MEMPLAN DSA -- `memplan plan --time-limit` (anytime
-# auto) and records with fixed offsets, through the real binary: output
-# lines, exit codes, error texts.
+# auto), records with fixed offsets and `--pools`, through the real binary:
+# output lines, exit codes, error texts.
 set -u
 bin=$1 dsa=$2
 tmp=$(mktemp -d)
@@ -48,6 +48,16 @@ printf 'id,first,last,size,offset\n1,0,4,100,0\n2,4,5,8,96\n' > "$tmp/c.csv"
 expect 2 "c.csv:3: field 'offset': buffer id 2 overlaps buffer id 1 (line 2)" err -- "$bin" plan "$tmp/c.csv"
 printf 'id,first,last,size,align,offset\n1,0,4,100,8,4\n' > "$tmp/m.csv"
 expect 2 "m.csv:2: field 'offset': 4 is not a multiple of the alignment 8" err -- "$bin" plan "$tmp/m.csv"
+
+# pools: filled in order, the CSV's pool column, capacities kept, errors
+expect 0 "fast  *10 B  *3  *10" out -- "$bin" plan --pools fast:10,dram "$tmp/r.csv" -o "$tmp/pp.csv"
+head -1 "$tmp/pp.csv" | grep -q '^id,offset,size,pool$' || fail "pool CSV header: $(head -1 "$tmp/pp.csv")"
+[ "$(grep -c ',fast$' "$tmp/pp.csv")" = 3 ] || fail "three buffers in fast: $(cat "$tmp/pp.csv")"
+expect 2 "do not fit in the pools" err -- "$bin" plan --pools fast:10,sram:5 "$tmp/r.csv"
+expect 2 "comes after the unlimited pool 'fast'" err -- "$bin" plan --pools fast,dram "$tmp/r.csv"
+expect 2 "size 'x'" err -- "$bin" plan --pools fast:x,dram "$tmp/r.csv"
+expect 2 "cannot plan pools" err -- "$bin" plan --pools fast:10,dram --strategy objects-naive "$tmp/r.csv"
+expect 2 "cannot take fixed offsets yet" err -- "$bin" plan --pools fast:1KiB,dram "$tmp/f.csv"
 
 if [ "$fails" = 0 ]; then echo "cli (exact): all passed"; else echo "cli (exact): $fails failed"; fi
 [ "$fails" = 0 ]

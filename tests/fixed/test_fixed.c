@@ -7,7 +7,9 @@
  * (valid, fixed buffers in place), "auto" is never above a strategy it
  * runs; all fixed gives back that plan.  Then the errors: misaligned and
  * colliding fixed offsets (both buffers named, with file lines from the
- * reader), strategies that cannot take them, a plan that moved one. */
+ * reader), strategies that cannot take them, a plan that moved one.
+ * Pools: every plan through mp_pool_plan_check, capacities kept, pools
+ * filled in order, the checker's own errors. */
 #include "harness.h"
 #include "gen.h"
 
@@ -150,9 +152,91 @@ static void test_records(void) {
     rmdir(dir);
 }
 
+/* ---- pools ------------------------------------------------------------------ */
+
+static void test_pools(void) {
+    static mp_buffer_t b[300];
+    uint64_t st = 31;
+    for (int iter = 0; iter < 80; iter++) {
+        size_t n = 2 + next(&st) % 300;
+        mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), 500 + (uint64_t)iter);
+        mp_plan_t a;
+        MP_CHECK_OK(mp_plan_compute(b, n, "auto", &a));
+        uint64_t f = a.footprint;
+        mp_plan_free(&a);
+        mp_pool_t pools[3] = {{"fast", f / (2 + iter % 6)}, {"mid", f / 3}, {"dram", 0}};
+        if (!pools[0].capacity) pools[0].capacity = 1;
+        if (!pools[1].capacity) pools[1].capacity = 1;
+        const char *strategy = iter % 2 ? "auto" : "greedy-size";
+        mp_pool_plan_t p;
+        for (size_t k = 2; k <= 3; k++) {
+            mp_pool_t *use = k == 2 ? (mp_pool_t[]){pools[0], pools[2]} : pools;
+            if (!MP_CHECK_OK(mp_plan_pools(b, n, use, k, strategy, &p))) continue;
+            if (!MP_CHECK_OK(mp_pool_plan_check(b, n, use, k, &p)))
+                fprintf(stderr, "  pools, problem %d: %s\n", iter, mp_last_error());
+            MP_CHECK(p.footprint[0] <= use[0].capacity);
+            size_t in0 = 0;
+            for (size_t i = 0; i < n; i++) in0 += p.pool[i] == 0;
+            MP_CHECK(in0 > 0 || use[0].capacity < f / 8); /* the fast pool is used */
+            mp_pool_plan_free(&p);
+        }
+        /* a fast pool as large as auto's plan takes everything */
+        mp_pool_t big[2] = {{"fast", f}, {"dram", 0}};
+        if (MP_CHECK_OK(mp_plan_pools(b, n, big, 2, "auto", &p))) {
+            size_t in0 = 0;
+            for (size_t i = 0; i < n; i++) in0 += p.pool[i] == 0;
+            MP_CHECK(in0 == n && p.footprint[1] == 0);
+            mp_pool_plan_free(&p);
+        }
+    }
+    /* ten buffers of 10 bytes live together, 35 bytes fast: three fit */
+    for (size_t i = 0; i < 10; i++) b[i] = (mp_buffer_t){i, 0, 5, 10, 0};
+    mp_pool_t two[2] = {{"fast", 35}, {"dram", 0}};
+    mp_pool_plan_t p;
+    if (MP_CHECK_OK(mp_plan_pools(b, 10, two, 2, "greedy-size", &p))) {
+        size_t in0 = 0;
+        for (size_t i = 0; i < 10; i++) in0 += p.pool[i] == 0;
+        MP_CHECK(in0 == 3 && p.footprint[0] == 30 && p.footprint[1] == 70);
+        MP_CHECK_OK(mp_pool_plan_check(b, 10, two, 2, &p));
+        /* the checker: over capacity, an overlap, a pool that does not exist */
+        mp_pool_t tight[2] = {{"fast", 25}, {"dram", 0}};
+        MP_CHECK(mp_pool_plan_check(b, 10, tight, 2, &p) == MP_ECONFLICT);
+        MP_CHECK(says("pool 'fast'", "exceeds its capacity 25"));
+        size_t i0 = 0;
+        while (p.pool[i0] != 0) i0++;
+        uint64_t keep = p.offset[i0];
+        p.offset[i0] = p.offset[i0] == 0 ? 10 : 0;
+        MP_CHECK(mp_pool_plan_check(b, 10, two, 2, &p) == MP_ECONFLICT && says("pool 'fast'", "overlaps"));
+        p.offset[i0] = keep;
+        p.pool[i0] = 2;
+        MP_CHECK(mp_pool_plan_check(b, 10, two, 2, &p) == MP_ECONFLICT && says("pool 2 of 2", NULL));
+        p.pool[i0] = 0;
+        char dir[] = "/tmp/mp_pools_XXXXXX";
+        if (MP_CHECK(mkdtemp(dir) != NULL)) {
+            const char *path = mp_test_path(dir, "p.csv");
+            MP_CHECK_OK(mp_pool_plan_write_csv(path, b, 10, two, &p));
+            FILE *fp = fopen(path, "r");
+            char line[128] = "";
+            MP_CHECK(fp && fgets(line, sizeof line, fp) && !strcmp(line, "id,offset,size,pool\n"));
+            if (fp) fclose(fp);
+            unlink(path);
+            rmdir(dir);
+        }
+        mp_pool_plan_free(&p);
+    }
+    /* errors */
+    mp_pool_t small[2] = {{"fast", 35}, {"sram", 40}};
+    MP_CHECK(mp_plan_pools(b, 10, small, 2, "auto", &p) == MP_EINVAL && p.pool == NULL);
+    MP_CHECK(says("do not fit in the pools", "'sram'"));
+    MP_CHECK(mp_plan_pools(b, 10, two, 2, "objects-naive", &p) == MP_EINVAL && says("objects-naive", NULL));
+    MP_CHECK(mp_plan_pools(b, 10, two, 0, "auto", &p) == MP_EINVAL);
+    MP_CHECK(mp_plan_pools(b, 10, two, 2, "nope", &p) == MP_ENOTFOUND);
+}
+
 int main(void) {
     test_random();
     test_errors();
     test_records();
+    test_pools();
     return mp_test_finish("test_fixed");
 }
