@@ -219,6 +219,14 @@ mp_status mp_swap_load_min(const mp_swap_iter_t *it, uint64_t min_size, uint64_t
 mp_status mp_swap_residency(const mp_swap_iter_t *it, const mp_swap_plan_t *plan,
                             const mp_swap_sim_t *sim, mp_buffer_t **out, size_t *n);
 
+/* The load curve as an SVG picture (src/io/swap_svg.c): per op, the load
+ * with no swapping and with plan as sim simulated it, limit (0: none) as a
+ * dashed line, peaks marked, sizes in binary units; title may be NULL.
+ * Written safely (a temporary file renamed into place; "-" is stdout).
+ * MP_EIO naming path on a write error. */
+mp_status mp_swap_write_svg(const char *path, const char *title, const mp_swap_iter_t *it,
+                            const mp_swap_plan_t *plan, const mp_swap_sim_t *sim, uint64_t limit);
+
 /* ---- selection (src/swap/score.c, select.c, bo.c) -------------------------- */
 
 typedef enum mp_swap_score {

@@ -39,6 +39,8 @@ static const char help[] =
     "  --evals N             BO's simulated evaluations (default 40)\n"
     "  --seed N              BO's seed (default 1)\n"
     "  --json                print one JSON object instead of the text\n"
+    "  --svg FILE            the load curve with no swapping and with the plan (BO's,\n"
+    "                        or --score's) as a picture\n"
     "  --run                 run each score's plan for real on the reference CPU\n"
     "                        executor (device and host pools, two copy threads),\n"
     "                        outputs compared bit for bit with the plain step's;\n"
@@ -56,7 +58,7 @@ static const char help[] =
 static const char usage_line[] =
     "usage: memplan swap [--mode no-overhead|limit] [--limit SIZE] [--score NAME]\n"
     "                    [--device NAME] [--link NAME|BW,LAT] [--min-size SIZE] [--evals N]\n"
-    "                    [--seed N] [--json] [--joint] [--run] GRAPH\n"
+    "                    [--seed N] [--json] [--joint] [--run] [--svg FILE] GRAPH\n"
     "'memplan swap --help' describes the options.\n";
 
 static const char *const SCORES[] = {"doa", "aoa", "wdoa", "swdoa", "bo"};
@@ -66,7 +68,7 @@ static const char *score_name(size_t i) { return i < N_SCORES ? SCORES[i] : i ==
 static const char *mode_name(size_t i) { return i == 0 ? "no-overhead" : i == 1 ? "limit" : NULL; }
 
 typedef struct opts {
-    const char *path, *device, *link;
+    const char *path, *device, *link, *svg;
     mp_swap_select_opts_t sel;
     int score;                 /* -1: all */
     bool json, has_limit, joint, run;
@@ -122,7 +124,8 @@ static int option(opts *o, const char *a, const char *v) {
         if (!cli_parse_u64(a, v, &n)) return EXIT_INPUT;
         if (a[2] == 'e') o->sel.bo_evals = (size_t)n;
         else o->sel.seed = n;
-    } else if (!strcmp(a, "--device")) o->device = v;
+    } else if (!strcmp(a, "--svg")) o->svg = v;
+    else if (!strcmp(a, "--device")) o->device = v;
     else if (!strcmp(a, "--link")) o->link = v;
     else return -2;
     return EXIT_OK;
@@ -161,6 +164,11 @@ static int parse(int argc, char **argv, opts *o) {
     }
     if (!o->path) return usage("give one graph file", NULL);
     if (o->sel.mode == MP_SWAP_LIMIT && !o->has_limit) return usage("--mode limit needs --limit SIZE", NULL);
+    if (o->svg && o->joint) return usage("--svg does not go with --joint", NULL);
+    if (o->svg) {
+        cli_output out = {"--svg", o->svg};
+        if (cli_check_outputs(&o->path, 1, &out, 1)) return EXIT_INPUT;
+    }
     if (o->sel.mode != MP_SWAP_LIMIT && o->has_limit && !o->joint)
         return usage("--limit needs --mode limit", NULL);
     return EXIT_OK;
@@ -342,6 +350,14 @@ int cmd_swap(int argc, char **argv) {
     if (!rc) rc = run_scores(&it, &link, &o, r);
     if (!rc && o.json) print_json(&o, &s, &dev, &link, r);
     else if (!rc) print_text(&o, &s, &dev, &link, r);
+    if (!rc && o.svg) {
+        int k = o.score >= 0 ? o.score : MP_SWAP_BO;
+        char title[160];
+        snprintf(title, sizeof title, "%s: memory load, %s on %s", s.model, dev.name, link.name);
+        if (mp_swap_write_svg(o.svg, title, &it, &r[k].plan, &r[k].sim,
+                              o.sel.mode == MP_SWAP_LIMIT ? o.sel.limit : 0) != MP_OK)
+            rc = fail();
+    }
     if (!rc && o.run) {
         cli_swap_run_row rows[N_SCORES];
         size_t n = 0;

@@ -66,6 +66,13 @@ expect 2 "memplan swap: --run and --joint do not go together" swap --run --joint
 expect 0 "device run (op times measured on the reference executor)" swap --device run --score doa --min-size 4K ../graph/cnn_small.json
 expect 2 "memplan swap: --device run does not go with --joint" swap --device run --joint $G/mlp.json
 
+# The load curve as a picture: valid XML, both curves, the limit; an
+# output that is the input is refused.
+"$M" swap --score swdoa --mode limit --limit 2MiB --min-size 4K --svg "$T/load.svg" $G/cnn_small.json >/dev/null 2>"$T/err" || bad "swap --svg: $(cat "$T/err")"
+$PY -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); t = " ".join(x.firstChild.data for x in d.getElementsByTagName("text") if x.firstChild); sys.exit(0 if "no swapping" in t and "swapped (swdoa)" in t and "limit 2.00 MiB" in t else 1)' "$T/load.svg" && ok || bad "swap --svg content"
+cp $G/cnn_small.json "$T/in.json"
+expect 2 "refusing to overwrite an input" swap --svg "$T/in.json" "$T/in.json"
+
 # Errors.
 expect 2 "memplan swap: limit 1 bytes is below load_min" swap --mode limit --limit 1 $C/resnet18.graph.json.gz
 expect 2 "memplan swap: unknown device 'tpu' (gtx1080ti, v100, h100, cpu)" swap --device tpu $G/mlp.json
