@@ -127,3 +127,19 @@ void fz_plan_checked(const mp_buffer_t *b, size_t n, size_t max, const char *str
     fz_check_plan(b, n, &p, &bd, strategy);
     mp_plan_free(&p);
 }
+
+int fz_nul_only_in_comments(const uint8_t *data, size_t size, int indented) {
+    size_t start = 0;
+    if (size >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0) start = 3;   /* a BOM is skipped */
+    for (size_t i = start, line = start; i < size; i++) {
+        if (data[i] == '\n') {
+            line = i + 1;
+            continue;
+        }
+        if (data[i] != 0) continue;
+        size_t h = line;
+        while (indented && h < i && (data[h] == ' ' || data[h] == '\t')) h++;
+        if (data[h] != '#') return 0;
+    }
+    return 1;
+}

@@ -38,6 +38,12 @@ size_t fz_split(const uint8_t *data, size_t size, const char *sep, const uint8_t
  * returned; else 0 and tail is "". */
 int fz_tail(const uint8_t *data, size_t *size, char *tail, size_t cap);
 
+/* 1 when every line of data holding a NUL byte is a comment: '#' first,
+ * or (indented = 1, the trace format) after spaces and tabs.  What a CSV or
+ * trace reader that accepted data must have seen (issue 13: a NUL byte once
+ * cut a line short silently). */
+int fz_nul_only_in_comments(const uint8_t *data, size_t size, int indented);
+
 /* The graph in data: a gzip stream (it opens with 1f 8b) through
  * mp_graph_load on fz_file, plain JSON through mp_graph_parse in memory.
  * NULL when the reader refuses it (with a message, or this aborts). */

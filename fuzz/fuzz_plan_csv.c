@@ -48,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         goto done;
     }
     FZ_CHECK(p.n == n, "plan read for n buffers has another count");
+    FZ_CHECK(fz_nul_only_in_comments(plan_text, plan_n, 0), "a NUL byte outside a comment was accepted");
     mp_check_report_t rep;
     st = mp_plan_check(pb, n, &p, &rep);
     if (st == MP_OK) {

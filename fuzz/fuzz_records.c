@@ -59,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     FZ_CHECK(mp_problem_validate(b, n) == MP_OK, "the reader returned an invalid problem");
+    FZ_CHECK(fz_nul_only_in_comments(data, size, 0), "a NUL byte outside a comment was accepted");
     if (n > MAX_BUFFERS) {
         free(b);
         return 0;

@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     size_t n;
     mp_trace_events(t, &n);
+    FZ_CHECK(fz_nul_only_in_comments(data, size, 1), "a NUL byte outside a comment was accepted");
     mp_trace_stats_t s;
     FZ_CHECK(mp_trace_stats(t, &s) == MP_OK, "mp_trace_stats failed");
     FZ_CHECK(s.events == n && s.allocs + s.frees + s.reads + s.writes == n, "stats: counts");

@@ -10,7 +10,7 @@ bin=$1 fuzz=$2 work=$3 seconds=$4
 name=$(basename "$bin")
 case $name in
 fuzz_records | fuzz_plan_csv) dict=records ;;
-fuzz_trace) dict=trace ;;
+fuzz_trace | fuzz_arena) dict=trace ;;
 *) dict=graph ;;
 esac
 rm -rf "$work"
