@@ -179,6 +179,11 @@ void mp__fit_scratch_free(mp__fit_scratch *sc);
 mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                           const char *path, const size_t *line);
 
+/* The offset strategy (or "auto") named name into *out, for a task that
+ * shared-object strategies and "exact" cannot do: MP_ENOTFOUND for an
+ * unknown name, MP_EINVAL "strategy 'NAME' cannot TASK (...)" for those. */
+mp_status mp__offset_strategy(const char *name, const char *task, const mp__strategy **out);
+
 /* ---- ordered set -------------------------------------------------------
  * A treap of distinct keys (k1, k2) ordered lexicographically, with O(log n)
  * expected insert, erase and neighbour queries.  Used as the free-region

@@ -200,6 +200,21 @@ static mp_status plan_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixe
     return MP_OK;
 }
 
+mp_status mp__offset_strategy(const char *name, const char *task, const mp__strategy **out) {
+    size_t nreg;
+    const mp__strategy *reg = mp__registry(&nreg);
+    *out = NULL;
+    for (size_t i = 0; name && i < nreg; i++)
+        if (!strcmp(reg[i].info.name, name)) *out = &reg[i];
+    if (!*out)
+        return mp__err(MP_ENOTFOUND, "unknown strategy '%s' (see 'memplan strategies')",
+                       name ? name : "(null)");
+    if ((*out)->objects || !strcmp(name, "exact"))
+        return mp__err(MP_EINVAL, "strategy '%s' cannot %s (%s); use auto or an offset strategy",
+                       name, task, (*out)->objects ? "it plans shared objects" : "not supported yet");
+    return MP_OK;
+}
+
 mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                                 const char *strategy, mp_plan_t *out) {
     if (!out) return mp__err(MP_EINVAL, "mp_plan_compute_fixed: NULL plan");
@@ -207,17 +222,10 @@ mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *
     size_t k = 0;
     for (size_t i = 0; fixed && i < n; i++) k += fixed[i] != MP_NOT_FIXED;
     if (k == 0) return mp_plan_compute(b, n, strategy, out);
-    size_t nreg;
-    const mp__strategy *reg = mp__registry(&nreg), *st = NULL;
-    for (size_t i = 0; strategy && i < nreg; i++)
-        if (!strcmp(reg[i].info.name, strategy)) st = &reg[i];
-    if (!st)
-        return mp__err(MP_ENOTFOUND, "unknown strategy '%s' (see 'memplan strategies')",
-                       strategy ? strategy : "(null)");
-    if (st->objects || !strcmp(strategy, "exact"))
-        return mp__err(MP_EINVAL, "strategy '%s' cannot place around fixed offsets (%s); use auto or an offset strategy",
-                       strategy, st->objects ? "it plans shared objects" : "not supported yet");
-    mp_status s = mp_fixed_validate(b, n, fixed);
+    const mp__strategy *st;
+    mp_status s = mp__offset_strategy(strategy, "place around fixed offsets", &st);
+    if (s != MP_OK) return s;
+    s = mp_fixed_validate(b, n, fixed);
     mp_buffer_t *nb = NULL;
     if (s == MP_OK) s = mp__normalize(b, n, &nb);
     if (s == MP_OK) s = plan_fixed(nb, n, fixed, st, out);

@@ -109,18 +109,11 @@ mp_status mp_plan_pools(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, 
     if (!out) return mp__err(MP_EINVAL, "mp_plan_pools: NULL plan");
     memset(out, 0, sizeof *out);
     if (!pools || k == 0) return mp__err(MP_EINVAL, "mp_plan_pools: no pools");
-    size_t nreg;
-    const mp__strategy *reg = mp__registry(&nreg), *st = NULL;
-    for (size_t i = 0; strategy && i < nreg; i++)
-        if (!strcmp(reg[i].info.name, strategy)) st = &reg[i];
-    if (!st)
-        return mp__err(MP_ENOTFOUND, "unknown strategy '%s' (see 'memplan strategies')",
-                       strategy ? strategy : "(null)");
-    if (st->objects || !strcmp(strategy, "exact"))
-        return mp__err(MP_EINVAL, "strategy '%s' cannot plan pools (%s); use auto or an offset strategy",
-                       strategy, st->objects ? "it plans shared objects" : "not supported yet");
+    const mp__strategy *st;
+    mp_status s = mp__offset_strategy(strategy, "plan pools", &st);
+    if (s != MP_OK) return s;
     mp_buffer_t *nb = NULL;
-    mp_status s = mp_problem_validate(b, n);
+    s = mp_problem_validate(b, n);
     if (s == MP_OK) s = mp__normalize(b, n, &nb);
     size_t n1 = n ? n : 1;
     pw w = {.b = nb, .n = n, .st = st->offsets ? st : NULL};
