@@ -395,6 +395,10 @@ typedef struct mp_arena_options_t {
                                   more than half the requests fell back as
                                   unforeseen, overlap or too large, learn again
                                   (default 4; 0: never) */
+    size_t max_patterns;       /* iteration patterns planned at most when the
+                                  stream has no single period (docs/arena.md,
+                                  "Several patterns"; 0: the default, 16, the
+                                  most; 1: one period only) */
 } mp_arena_options_t;
 
 typedef enum mp_arena_state {

@@ -76,6 +76,7 @@ static _Atomic(mp_arena_t *) arena;
 static size_t threshold = DEFAULT_THRESHOLD;
 static size_t warmup, max_edits;
 static size_t relearn = SIZE_MAX;   /* MEMPLAN_RELEARN; SIZE_MAX: the arena's default */
+static size_t patterns;             /* MEMPLAN_PATTERNS; 0: the arena's default */
 static int summary, trim = 1;
 static char stats_path[4096];
 static char strategy[64] = "auto";
@@ -195,6 +196,7 @@ static mp_arena_t *get_arena(void) {
         if (warmup) o.warmup_iterations = warmup;
         if (max_edits) o.max_edits = max_edits;
         if (relearn != SIZE_MAX) o.relearn_after = relearn;
+        if (patterns) o.max_patterns = patterns;
         if (mp_arena_create(&o, &a) != MP_OK) {
             mpp__say("memplan-preload: no arena (%s); forwarding everything\n", mp_last_error());
             a = NULL;
@@ -497,6 +499,7 @@ __attribute__((constructor)) static void preload_init(void) {
     mpp__env_size("MEMPLAN_WARMUP", &warmup, "2");
     mpp__env_size("MEMPLAN_MAX_EDITS", &max_edits, "2");
     mpp__env_size("MEMPLAN_RELEARN", &relearn, "4");
+    mpp__env_size("MEMPLAN_PATTERNS", &patterns, "16");
     env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
     env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
     summary = env_flag("MEMPLAN_SUMMARY");
@@ -544,10 +547,11 @@ static void write_stats(const mp_arena_stats_t *s, const mpp_why *w) {
         U(s->served_learning), U(s->served_arena));
     add(buf, c, &n, "fb_interrupted %llu\nfb_unforeseen %llu\nfb_overlap %llu\nfb_too_large %llu\n"
         "fb_cross %llu\nfb_small %llu\nfb_passthrough %llu\nreoptimizations %llu\n"
-        "detections %llu\nretired_regions %llu\nrelearns %llu\n", U(s->fb_interrupted),
+        "detections %llu\nretired_regions %llu\nrelearns %llu\nfb_unmatched %llu\npatterns %llu\n",
+        U(s->fb_interrupted),
         U(s->fb_unforeseen), U(s->fb_overlap), U(s->fb_too_large), U(s->fb_cross),
         U(s->fb_small), U(s->fb_passthrough), U(s->reoptimizations), U(s->detections),
-        U(s->retired_regions), U(s->relearns));
+        U(s->retired_regions), U(s->relearns), U(s->fb_unmatched), U(s->patterns));
     add(buf, c, &n, "traced_events %llu\nunconfirmed_period %llu\ncandidate_iterations %llu\n"
         "distinct_patterns %llu\nlongest_repeat %llu\nlongest_repeat_events %llu\n",
         U(w->events), U(w->period), U(w->candidates), U(w->distinct), U(w->longest),
@@ -578,16 +582,17 @@ static const char *human(uint64_t v) {
 /* The one-line summary (docs/preload.md, "The summary"). */
 static void print_summary(int m, const mp_arena_stats_t *s) {
     uint64_t fb = s->fb_interrupted + s->fb_unforeseen + s->fb_overlap + s->fb_too_large +
-                  s->fb_cross + s->fb_small + s->fb_passthrough;
+                  s->fb_cross + s->fb_small + s->fb_passthrough + s->fb_unmatched;
     mpp__say("memplan-preload: %s, threshold %s, %llu big requests: %llu from the arena, "
              "%llu learning, %llu fallbacks (%llu too large, %llu cross, %llu unforeseen, "
              "%llu overlap); %llu iterations of %llu requests, footprint %s (bound %s, learned "
-             "peak %s), %llu replans, %llu relearns, %llu overlaps\n",
+             "peak %s), %llu patterns, %llu unmatched, %llu replans, %llu relearns, %llu overlaps\n",
              m == MODE_OFF ? "disabled" : mp_arena_state_name(s->state), human(threshold),
              U(s->requests + n_noarena), U(s->served_arena), U(s->served_learning), U(fb), U(s->fb_too_large),
              U(s->fb_cross), U(s->fb_unforeseen), U(s->fb_overlap), U(s->iterations),
              U(s->iteration_length), human(s->planned_footprint), human(s->lower_bound),
-             human(s->learned_peak_bytes), U(s->reoptimizations), U(s->relearns),
+             human(s->learned_peak_bytes), U(s->patterns), U(s->fb_unmatched),
+             U(s->reoptimizations), U(s->relearns),
              U(mpp__reg_overlaps()));
 }
 

@@ -28,14 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
-
 static uint64_t after(uint64_t live, const mp_event_t *e) {
     if (e->kind == MP_EV_ALLOC) return live + e->size;
     return e->kind == MP_EV_FREE ? live - e->size : live;
@@ -79,7 +71,7 @@ static int cut(const mp_event_t *ev, size_t n, cands *c) {
     size_t start = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         live = after(live, &ev[i]);
-        h = mix(h ^ mix(ev[i].size * 4 + (uint64_t)ev[i].kind));
+        h = mp__mix64(h ^ mp__mix64(ev[i].size * 4 + (uint64_t)ev[i].kind));
         if (ev[i].kind != MP_EV_FREE || live != low) continue;
         if (start != SIZE_MAX) {   /* one per free: at most n/2 of them */
             c->sig[c->n] = h;

@@ -51,3 +51,13 @@ size_t mp_canary_live(void) { return nlive; }
 uint64_t mp_canary_live_id(size_t i) { return i < nlive ? live[i].id : 0; }
 
 void mp_canary_forget(void) { nlive = 0; }
+
+void mp_canary_check_counts(mp_arena_t *a) {
+    mp_arena_stats_t st;
+    mp_arena_stats(a, &st);
+    MP_CHECK_EQ_U64(st.requests, st.served_learning + st.served_arena + st.fb_interrupted +
+                                     st.fb_unforeseen + st.fb_overlap + st.fb_too_large +
+                                     st.fb_cross + st.fb_small + st.fb_passthrough +
+                                     st.fb_unmatched);
+    MP_CHECK_EQ_U64(st.live_blocks, nlive);
+}

@@ -25,6 +25,10 @@ void mp_canary_give(mp_arena_t *a, uint64_t id);
 size_t mp_canary_live(void);
 uint64_t mp_canary_live_id(size_t i);
 
+/* Checks that every request of a was counted exactly once and that its
+ * live blocks are the canary set's. */
+void mp_canary_check_counts(mp_arena_t *a);
+
 /* Forgets every live block (after mp_arena_free_all or destroy). */
 void mp_canary_forget(void);
 

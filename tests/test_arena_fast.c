@@ -56,16 +56,6 @@ static void iteration(mp_arena_t *a, int dev) {
         }
 }
 
-static void check_counts(mp_arena_t *a) {
-    mp_arena_stats_t st;
-    mp_arena_stats(a, &st);
-    MP_CHECK_EQ_U64(st.requests, st.served_learning + st.served_arena + st.fb_interrupted +
-                                     st.fb_unforeseen + st.fb_overlap + st.fb_too_large +
-                                     st.fb_cross + st.fb_small + st.fb_passthrough +
-                                     st.fb_unmatched);
-    MP_CHECK_EQ_U64(st.live_blocks, mp_canary_live());
-}
-
 /* The loop, then 200 iterations with deviations; pairs: the conflict
  * list limit (0: always the live-list scan). */
 static void test_deviations(size_t pairs) {
@@ -84,14 +74,14 @@ static void test_deviations(size_t pairs) {
     for (int it = 0; it < 200; it++) {
         iteration(a, 1);
         if (it % 10 == 9) mp_arena_mark_iteration(a);
-        check_counts(a);
+        mp_canary_check_counts(a);
     }
     mp_arena_stats(a, &st);
     MP_CHECK(st.served_arena > served + 200 * NB / 4);
     MP_CHECK(st.fb_unforeseen + st.fb_overlap + st.fb_too_large > 0);
     for (size_t k = 0; k < nheld; k++) mp_canary_give(a, held[k]);
     nheld = 0;
-    check_counts(a);
+    mp_canary_check_counts(a);
     mp_arena_destroy(a, &st);
     MP_CHECK_EQ_U64(st.released_blocks, 0);
     MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
@@ -185,7 +175,7 @@ static void test_handover(void) {
     MP_CHECK_EQ_U64(c.errors, 0);
     MP_CHECK_EQ_U64(atomic_load(&a->shared), 1);
     for (int it = 0; it < 4; it++) iteration(a, 0);
-    check_counts(a);
+    mp_canary_check_counts(a);
     mp_arena_destroy(a, NULL);
     MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
     MP_CHECK_EQ_U64(mp_canary_bad, 0);

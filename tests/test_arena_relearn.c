@@ -47,7 +47,7 @@ static uint64_t misses(const mp_arena_stats_t *s) {
 
 static uint64_t total(const mp_arena_stats_t *s) {
     return s->served_learning + s->served_arena + s->fb_interrupted + s->fb_unforeseen +
-           s->fb_overlap + s->fb_too_large + s->fb_cross + s->fb_small + s->fb_passthrough;
+           s->fb_overlap + s->fb_too_large + s->fb_cross + s->fb_small + s->fb_passthrough + s->fb_unmatched;
 }
 
 static mp_arena_t *make(size_t relearn_after) {

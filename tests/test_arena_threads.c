@@ -119,7 +119,7 @@ int main(void) {
     MP_CHECK(st.served_arena > 0);
     MP_CHECK_EQ_U64(st.requests, st.served_learning + st.served_arena + st.fb_interrupted +
                                      st.fb_unforeseen + st.fb_overlap + st.fb_too_large +
-                                     st.fb_cross + st.fb_small + st.fb_passthrough);
+                                     st.fb_cross + st.fb_small + st.fb_passthrough + st.fb_unmatched);
     MP_CHECK_EQ_U64(st.frees, st.requests);
     mp_arena_destroy(a, &st);
     MP_CHECK_EQ_U64(st.released_blocks, 0);

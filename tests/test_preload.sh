@@ -211,12 +211,21 @@ check "summary: sizes in KiB/MiB" sh -c "
 # four batch sizes, never three alike in a row, plus the weights' allocation
 # and free: 322 traced events; the first request is the warm-up before the
 # live bytes first fall back to the weights, so 39 candidate iterations.
-run s2 $P MEMPLAN_SUMMARY=1 "$prog" service
+# No period, but four patterns that recur: the arena learns each of them
+# and replays whichever comes (docs/arena.md, "Several patterns").
+# shellcheck disable=SC2086
+run s2 $P $V "$prog" service
 run s0 "$prog" service
-check "summary: the service's output is unchanged" same s0 s2
-check "summary: why the service never replays" grep -qxF \
+check "service: the output is unchanged" same s0 s2
+check "service: replays its four patterns, 0 overlaps" replayed s2
+check "service: four patterns" grep -q ' 4 patterns, [0-9]* unmatched, ' "$tmp/s2.err"
+check "service: at least half of the requests from the arena" sh -c "[ $(served s2) -ge 80 ]"
+# With one period only (MEMPLAN_PATTERNS=1) it never replays, and says why.
+run s5 $P MEMPLAN_SUMMARY=1 MEMPLAN_PATTERNS=1 "$prog" service
+check "service: same output with MEMPLAN_PATTERNS=1" same s0 s5
+check "summary: why the service never replays with one period only" grep -qxF \
     'memplan-preload: not replaying: no period in 322 traced events; 39 candidate iterations (cut where the live bytes fall to their low) in 4 distinct patterns, the longest repeat 2 alike in a row (8 events each; replay needs 3 in a row)' \
-    "$tmp/s2.err"
+    "$tmp/s5.err"
 run s3 $P MEMPLAN_SUMMARY=1 MEMPLAN_THRESHOLD=1G "$prog" loop 3
 check "summary: no request reached MEMPLAN_THRESHOLD=1G" grep -qxF \
     'memplan-preload: not replaying: no request of at least 1 GiB (MEMPLAN_THRESHOLD)' "$tmp/s3.err"

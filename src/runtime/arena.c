@@ -173,8 +173,24 @@ static void watch(mp_arena_t *a, size_t m, bool miss) {
     if (a->bad_windows >= a->opt.relearn_after) mp__arena_relearn(a);
 }
 
+static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out);
+
 /* Serves a request while replaying: the region, or a counted fallback. */
 static mp_status replay(mp_arena_t *a, uint64_t size, void **out) {
+    if (a->multi) {   /* several patterns: which one, and is it still that one */
+        bool served;
+        mp_status st = mp__arena_choose(a, size, out, &served);
+        if (!served) return st;
+        st = replay_slot(a, size, out);
+        if (st == MP_OK) mp__arena_log(a, *out, size);
+        if (!a->cur) mp__arena_seg_abandon(a);   /* the plan's iteration is complete */
+        return st;
+    }
+    return replay_slot(a, size, out);
+}
+
+/* Serves slot pos of the current plan, or a counted fallback. */
+static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out) {
     aplan *p = a->cur;
     if (a->pos == 0 && p->replan) {   /* an iteration boundary */
         if (mp__arena_plan(a, p) == MP_OK) {
@@ -186,6 +202,7 @@ static mp_status replay(mp_arena_t *a, uint64_t size, void **out) {
     if (++a->pos == m) {
         a->pos = 0;
         a->st.iterations++;
+        if (a->multi) a->cur = NULL;   /* the next request chooses */
     }
     uint64_t *why;
     const alayout *L = &p->L;
@@ -207,6 +224,7 @@ static mp_status replay(mp_arena_t *a, uint64_t size, void **out) {
         p->lvpos[s] = (uint32_t)p->nlive;
         p->lv[p->nlive++] = (uint32_t)s;
         L->gown[L->grp[s]] = (uint32_t)s + 1;
+        p->stamp[s] = (uint32_t)a->seg_gen;
         mp__arena_live_add(a, size);
         a->st.served_arena++;
         *out = a->base + o;
@@ -236,6 +254,7 @@ void mp_arena_options_default(mp_arena_options_t *opt) {
     opt->max_edits = 2;
     opt->max_learn_events = DEFAULT_MAX_LEARN;
     opt->relearn_after = 4;
+    opt->max_patterns = MAX_PATTERNS;
 }
 
 const char *mp_arena_state_name(mp_arena_state s) {
@@ -264,6 +283,7 @@ mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out) {
         o.backing_free = mp__arena_libc_free;
     }
     if (!o.max_learn_events) o.max_learn_events = DEFAULT_MAX_LEARN;
+    if (!o.max_patterns || o.max_patterns > MAX_PATTERNS) o.max_patterns = MAX_PATTERNS;
     mp_arena_t *a = calloc(1, sizeof *a);
     if (!a) return MP__NOMEM();
     a->opt = o;
@@ -324,7 +344,7 @@ mp_status mp__arena_alloc_ex(mp_arena_t *a, uint64_t size, void **out, bool *in_
 /* Frees a pointer in the current region; false if it is not a live block start. */
 static bool free_region(mp_arena_t *a, uintptr_t ptr) {
     uint64_t o = (uint64_t)(ptr - (uintptr_t)a->base);
-    aplan *p = a->cur;
+    aplan *p = a->last;
     size_t s = p ? mp__aplan_owner(p, o) : SIZE_MAX;
     if (s != SIZE_MAX) {
         uint32_t k = p->lvpos[s];
@@ -336,6 +356,7 @@ static bool free_region(mp_arena_t *a, uintptr_t ptr) {
         if (p->live_tr[s] && a->trace) (void)mp_trace_record_free(a->trace, ptr, MP_TRACE_NO_NS);
         p->live_tr[s] = 0;
         mp__arena_live_sub(a, p->live_req[s]);
+        if (a->multi) mp__arena_note_free(a, ptr, p, s, 0);
         return true;
     }
     for (size_t k = 0; k < a->n_stale; k++)
@@ -344,6 +365,7 @@ static bool free_region(mp_arena_t *a, uintptr_t ptr) {
             a->stale[k] = a->stale[--a->n_stale];
             if (b.tr && a->trace) (void)mp_trace_record_free(a->trace, ptr, MP_TRACE_NO_NS);
             mp__arena_live_sub(a, b.req);
+            if (a->multi) mp__arena_note_free(a, ptr, NULL, 0, 0);
             return true;
         }
     return false;
@@ -356,9 +378,9 @@ static void free_entry(mp_arena_t *a, size_t i) {
     mp__arena_live_sub(a, e.size);
     if ((e.kind & K_TRACED) && a->trace)
         (void)mp_trace_record_free(a->trace, e.p, MP_TRACE_NO_NS);
-    if (e.kind & K_SEG) mp__arena_seg_free(a, e.p);
     if (!(e.kind & K_RETIRED)) {
         mp__arena_back_free(a, (void *)e.p, e.size);
+        if (a->multi) mp__arena_note_free(a, e.p, NULL, 0, e.kind);
         return;
     }
     for (size_t r = 0; r < a->n_ret; r++) {
@@ -381,8 +403,8 @@ int mp__arena_block_size(mp_arena_t *a, const void *ptr, uint64_t *size) {
     bool fast = mp__arena_lock(a);
     if (a->base && p >= (uintptr_t)a->base && p - (uintptr_t)a->base < a->region) {
         uint64_t o = (uint64_t)(p - (uintptr_t)a->base);
-        size_t s = a->cur ? mp__aplan_owner(a->cur, o) : SIZE_MAX;
-        if (s != SIZE_MAX) found = 1, *size = a->cur->live_req[s];
+        size_t s = a->last ? mp__aplan_owner(a->last, o) : SIZE_MAX;
+        if (s != SIZE_MAX) found = 1, *size = a->last->live_req[s];
         for (size_t k = 0; !found && k < a->n_stale; k++)
             if (a->stale[k].off == o) found = 1, *size = a->stale[k].req;
     } else if (a->slots) {
@@ -431,6 +453,7 @@ void mp_arena_mark_iteration(mp_arena_t *a) {
         a->pos = 0;
         a->st.iterations++;
     }
+    if (a->multi) mp__arena_seg_abandon(a);
     mp__arena_unlock(a, fast);
 }
 
@@ -461,9 +484,7 @@ static void release_all(mp_arena_t *a) {
     a->st.live_blocks = 0;
     a->st.live_bytes = 0;
     a->win_reqs = a->win_miss = a->bad_windows = 0;
-    mp_trace_free(a->seg);
-    a->seg = NULL;
-    a->seg_live = 0;
+    mp__arena_seg_abandon(a);
     if (a->trace) {   /* the trace's live handles are gone: start learning afresh */
         mp_trace_free(a->trace);
         a->trace = NULL;

@@ -64,20 +64,12 @@ typedef struct aplan {
     unsigned char *live_tr;   /* 1: that block is in the (relearning) trace */
     uint64_t *lbits;    /* live slots as a bitset */
     uint32_t *lv, *lvpos;     /* the live slots, dense, and each one's index there */
+    uint32_t *stamp;    /* multi-pattern: generation of the iteration that took the slot */
     size_t nlive;
     size_t sigk;        /* sizes compared to recognise it (multi-pattern) */
     bool replan;
     uint64_t hash;      /* pattern hash (multi-pattern) */
 } aplan;
-
-/* A pattern seen once and not planned yet (multi-pattern learning). */
-typedef struct acand {
-    uint64_t hash;
-    size_t seen;
-    mp_buffer_t *rec;
-    unsigned char *cross;
-    size_t m;
-} acand;
 
 struct mp_arena_t {
     pthread_mutex_t mu;
@@ -95,6 +87,7 @@ struct mp_arena_t {
     aplan *pl[MAX_PATTERNS];
     size_t npl;
     aplan *cur;                 /* the plan serving; NULL between patterns */
+    aplan *last;                /* the plan whose live arrays hold the region's blocks */
     size_t pos;
     bool multi;                 /* several patterns: choose at each boundary */
     uint64_t cand_mask;         /* plans still matching the iteration's first sizes */
@@ -109,13 +102,28 @@ struct mp_arena_t {
     size_t slots, used;
     size_t win_reqs, win_miss;  /* the current window of m replayed requests */
     size_t bad_windows;         /* consecutive windows mostly falling back */
-    /* an unmatched iteration (multi-pattern): forwarded and recorded */
-    mp_trace_t *seg;
-    size_t seg_live;            /* its blocks still live; 0 ends it */
-    acand cand[MAX_PATTERNS];
+    /* the iteration under way (multi-pattern): its events, so that an
+     * iteration found unmatched half-way can still be learned */
+    struct { uintptr_t p; uint64_t size; } *log;   /* size 0: a free */
+    size_t nlog, cap_log;
+    bool log_full;
+    bool unmatched;             /* forwarded until its blocks are all freed */
+    size_t seg_live;            /* blocks of the unmatched iteration still live */
+    size_t seg_reqs;            /* requests of the iteration so far */
+    uint64_t seg_gen;           /* the iteration's generation (table kind, stamps) */
+    aplan *cand[MAX_PATTERNS];  /* patterns seen once, not laid out (newest first) */
     size_t ncand;
     mp_arena_stats_t st;
 };
+
+/* A 64-bit mixer (for pattern hashes). */
+static inline uint64_t mp__mix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
 
 /* ---- arena_table.c ---- */
 /* Backing allocator (libc default) and accounting of the bytes it holds. */
@@ -166,11 +174,25 @@ mp_status mp__arena_plan(mp_arena_t *a, aplan *p);
 mp_status mp__arena_retire(mp_arena_t *a);
 /* Starts learning afresh while the old plans go on (relearn_after). */
 void mp__arena_relearn(mp_arena_t *a);
-/* Multi-pattern: the request at an iteration boundary or before a match;
- * picks a plan from the first sizes or forwards (unmatched). */
+
+/* ---- arena_pattern.c ---- */
+/* With no period in the learning trace: cuts it into segments and, if
+ * enough of them repeat, plans each repeated pattern and replays them
+ * (multi); true if it did (the caller ends learning). */
+bool mp__arena_try_patterns(mp_arena_t *a);
+/* Multi-pattern, before the replay path: picks a plan at an iteration
+ * boundary from the first sizes, notices a request that departs from the
+ * serving plan; served: the caller serves slot pos of cur (and logs it),
+ * otherwise the request was forwarded here. */
 mp_status mp__arena_choose(mp_arena_t *a, uint64_t size, void **out, bool *served);
-/* Multi-pattern: a forwarded block of an unmatched iteration was freed. */
-void mp__arena_seg_free(mp_arena_t *a, uintptr_t p);
+/* Multi-pattern: a request served by the caller (region or fallback). */
+void mp__arena_log(mp_arena_t *a, void *p, uint64_t size);
+/* Multi-pattern: a block was freed: a region block of slot s of plan pl
+ * (pl NULL: a forwarded block of table kind kind). */
+void mp__arena_note_free(mp_arena_t *a, uintptr_t p, const aplan *pl, size_t s, int kind);
+/* Ends an unmatched iteration without learning it; the next request
+ * starts an iteration (mark_iteration, free_all). */
+void mp__arena_seg_abandon(mp_arena_t *a);
 /* Frees every plan, candidate and the segment trace. */
 void mp__arena_drop_all(mp_arena_t *a);
 

@@ -107,14 +107,23 @@ void mp__arena_drop_all(mp_arena_t *a) {
     a->cur = NULL;
     a->multi = false;
     a->pos = 0;
-    for (size_t i = 0; i < a->ncand; i++) {
-        free(a->cand[i].rec);
-        free(a->cand[i].cross);
-    }
+    a->last = NULL;
+    for (size_t i = 0; i < a->ncand; i++) mp__aplan_free(a->cand[i]);
     a->ncand = 0;
-    mp_trace_free(a->seg);
-    a->seg = NULL;
+    free(a->log);
+    a->log = NULL;
+    a->nlog = a->cap_log = 0;
     a->seg_live = 0;
+    a->unmatched = false;
+    a->npend = 0;
+}
+
+/* Ends learning: the trace goes, replay starts. */
+static void start_replay(mp_arena_t *a) {
+    mp_trace_free(a->trace);
+    a->trace = NULL;
+    a->win_reqs = a->win_miss = a->bad_windows = 0;
+    a->state = MP_ARENA_REPLAYING;
 }
 
 /* Installs plan p (planned already) as the only one, replacing the old
@@ -123,15 +132,12 @@ static void adopt(mp_arena_t *a, aplan *p, size_t pos) {
     /* traced blocks are ordinary forwarded blocks from now on */
     for (size_t i = 0; i < a->slots; i++)
         if (a->tab[i].p) a->tab[i].kind = (a->tab[i].kind & K_RETIRED) ? K_RETIRED : K_FORWARD;
-    mp_trace_free(a->trace);
-    a->trace = NULL;
     a->pl[0] = p;
     a->npl = 1;
-    a->cur = p;
+    a->cur = a->last = p;
     a->pos = pos % p->m;
-    a->win_reqs = a->win_miss = a->bad_windows = 0;
     describe(a, p);
-    a->state = MP_ARENA_REPLAYING;
+    start_replay(a);
 }
 
 /* ---- period detection ---------------------------------------------------------- */
@@ -149,7 +155,10 @@ static void try_detect(mp_arena_t *a) {
         give_up(a);
         return;
     }
-    if (!per.found) return;
+    if (!per.found) {   /* no period: maybe several patterns */
+        if (mp__arena_try_patterns(a)) start_replay(a);
+        return;
+    }
     /* Rules (a)-(c) of arena.c's header.  (b) is what rejects an inner
      * repeat: its steady state is short next to what precedes it. */
     size_t p = per.period, s = per.start[0];
@@ -236,7 +245,3 @@ void mp__arena_relearn(mp_arena_t *a) {
     a->st.relearns++;
 }
 
-void mp__arena_seg_free(mp_arena_t *a, uintptr_t p) {
-    (void)p;
-    if (a->seg_live) a->seg_live--;
-}

@@ -54,6 +54,7 @@ void mp__aplan_free(aplan *p) {
     free(p->lbits);
     free(p->lv);
     free(p->lvpos);
+    free(p->stamp);
     free(p);
 }
 
@@ -75,7 +76,8 @@ mp_status mp__aplan_new(mp_buffer_t *rec, const unsigned char *cross, size_t m, 
     p->lbits = calloc((m + 63) / 64, sizeof *p->lbits);
     p->lv = malloc(m * sizeof *p->lv);
     p->lvpos = malloc(m * sizeof *p->lvpos);
-    if (!p->sig || !p->L.off || !p->L.psize || !p->live_end || !p->live_req || !p->live_tr ||
+    p->stamp = calloc(m, sizeof *p->stamp);
+    if (!p->stamp || !p->sig || !p->L.off || !p->L.psize || !p->live_end || !p->live_req || !p->live_tr ||
         !p->lbits || !p->lv || !p->lvpos || m > UINT32_MAX - 1) {
         mp__aplan_free(p);
         return MP__NOMEM();
