@@ -379,6 +379,9 @@ typedef struct mp_arena_options_t {
      * Called with the arena's lock held: they must not call the arena. */
     void *(*backing_alloc)(void *user, uint64_t size, uint64_t align);
     void (*backing_free)(void *user, void *ptr);
+    /* Optional: called instead of backing_free with the size that was
+     * asked of backing_alloc (e.g. for munmap).  NULL: backing_free. */
+    void (*backing_free_sized)(void *user, void *ptr, uint64_t size);
     void *backing_user;
     uint64_t align;            /* alignment of every block (default 64, power of two) */
     uint64_t min_block;        /* smaller requests always go to the backing

@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -77,7 +78,7 @@ static size_t threshold = DEFAULT_THRESHOLD;
 static size_t warmup, max_edits;
 static size_t relearn = SIZE_MAX;   /* MEMPLAN_RELEARN; SIZE_MAX: the arena's default */
 static size_t patterns;             /* MEMPLAN_PATTERNS; 0: the arena's default */
-static int summary, trim = 1;
+static int summary, trim = 1, lean = 1;
 static char stats_path[4096];
 static char strategy[64] = "auto";
 
@@ -168,16 +169,34 @@ static int ready(void) {
 
 /* ---- the arena path ---------------------------------------------------------- */
 
+/* Lean backing (MEMPLAN_LEAN, on by default): blocks of at least LEAN_MIN
+ * bytes that the arena forwards (while learning, its fallbacks) and its
+ * regions are mapped and unmapped directly, so that memory freed while
+ * learning goes back to the system at once instead of staying in the real
+ * allocator's cache (glibc keeps what it frees once its mmap threshold has
+ * risen).  Pages are page-aligned, more than the arena's 64. */
+#define LEAN_MIN ((uint64_t)64 << 10)
+
+static size_t page_round(uint64_t size) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return ((size_t)size + pg - 1) & ~(pg - 1);
+}
+
 static void *back_alloc(void *user, uint64_t size, uint64_t align) {
     (void)user;
     void *p = NULL;
-    if (size > SIZE_MAX) return NULL;
+    if (size > SIZE_MAX / 2) return NULL;
+    if (lean && size >= LEAN_MIN) {
+        p = mmap(NULL, page_round(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
     return mpp__real.posix_memalign(&p, (size_t)align, (size_t)size) == 0 ? p : NULL;
 }
 
-static void back_free(void *user, void *p) {
+static void back_free(void *user, void *p, uint64_t size) {
     (void)user;
-    mpp__real.free(p);
+    if (lean && size >= LEAN_MIN) (void)munmap(p, page_round(size));
+    else mpp__real.free(p);
 }
 
 /* The arena, created on first use; NULL if it cannot be (then MODE_OFF). */
@@ -190,7 +209,7 @@ static mp_arena_t *get_arena(void) {
         mp_arena_options_t o;
         mp_arena_options_default(&o);
         o.backing_alloc = back_alloc;
-        o.backing_free = back_free;
+        o.backing_free_sized = back_free;
         o.align = ARENA_ALIGN;
         o.strategy = strategy;
         if (warmup) o.warmup_iterations = warmup;
@@ -505,6 +524,8 @@ __attribute__((constructor)) static void preload_init(void) {
     summary = env_flag("MEMPLAN_SUMMARY");
     const char *tr = getenv("MEMPLAN_TRIM");
     if (tr && strcmp(tr, "0") == 0) trim = 0;
+    const char *ln = getenv("MEMPLAN_LEAN");
+    if (ln && strcmp(ln, "0") == 0) lean = 0;
     mpp__reg_set_verify(env_flag("MEMPLAN_VERIFY"));
     /* the handlers also stop a forked child's tracing: without them, no trace */
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;

@@ -278,9 +278,10 @@ mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out) {
                        (unsigned long long)o.align);
     if (strlen(o.strategy) >= 64 || !mp_strategy_find(o.strategy))
         return mp__err(MP_ENOTFOUND, "unknown strategy '%s'", o.strategy);
-    if (!o.backing_alloc || !o.backing_free) {
+    if (!o.backing_alloc || (!o.backing_free && !o.backing_free_sized)) {
         o.backing_alloc = mp__arena_libc_alloc;
         o.backing_free = mp__arena_libc_free;
+        o.backing_free_sized = NULL;
     }
     if (!o.max_learn_events) o.max_learn_events = DEFAULT_MAX_LEARN;
     if (!o.max_patterns || o.max_patterns > MAX_PATTERNS) o.max_patterns = MAX_PATTERNS;

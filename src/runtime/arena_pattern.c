@@ -22,6 +22,9 @@
  * it serves from that position.  Several: the request is forwarded
  * (fb_unmatched) and the next one decides, up to SIG_MAX requests, after
  * which the first candidate serves.  None: the iteration is unmatched.
+ * A served request whose size differs from the plan's hands the iteration
+ * to another plan with the same first sizes that goes on with this one, if
+ * there is one (the first plan's blocks move to the stale list).
  * The live blocks of the previous plan move to the stale list when
  * another plan takes over, so the overlap rule still sees them.
  *
@@ -308,7 +311,25 @@ mp_status mp__arena_choose(mp_arena_t *a, uint64_t size, void **out, bool *serve
     if (a->unmatched) return forward_seg(a, size, out);
     aplan *p = a->cur;
     if (p) {   /* serving: does the iteration still follow p? */
-        if (p->sig[a->pos] == size) {
+        size_t j = a->pos;
+        if (p->sig[j] == size) {
+            *served = true;
+            return MP_OK;
+        }
+        /* another plan with the same first j sizes that goes on with this
+         * one takes over at j; p's blocks become stale */
+        for (size_t q = 0; q < a->npl; q++) {
+            aplan *o = a->pl[q];
+            if (o == p || o->m <= j || o->sig[j] != size ||
+                memcmp(o->sig, p->sig, j * sizeof *o->sig) != 0)
+                continue;
+            if (mp__aplan_to_stale(a, p) != MP_OK) break;
+            a->cur = a->last = o;
+            a->st.iteration_length = o->m;
+            a->st.planned_footprint = o->L.footprint;
+            a->st.lower_bound = o->L.lower_bound;
+            a->st.planned_blocks = o->L.nplaced;
+            a->st.cross_blocks = o->m - o->L.nplaced;
             *served = true;
             return MP_OK;
         }

@@ -32,7 +32,8 @@ void *mp__arena_back_alloc(mp_arena_t *a, uint64_t size) {
 }
 
 void mp__arena_back_free(mp_arena_t *a, void *p, uint64_t size) {
-    a->opt.backing_free(a->opt.backing_user, p);
+    if (a->opt.backing_free_sized) a->opt.backing_free_sized(a->opt.backing_user, p, size);
+    else a->opt.backing_free(a->opt.backing_user, p);
     a->st.backing_bytes -= size;
 }
 
