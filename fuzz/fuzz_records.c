@@ -3,7 +3,8 @@
  *
  * The input is read as a records file (mp_records_read); a readable problem
  * gets its bounds, every strategy's plan (each proven by the checker and
- * compared with the bounds), a short exact search on small problems, the
+ * compared with the bounds; "auto" no larger than any of its candidates), a
+ * short exact search on small problems (no larger than auto's plan), the
  * SVG writer, and two round trips: records written and read back give the
  * same buffers, a plan written as CSV and read back gives the same offsets.
  * A reader's refusal must come with a message. */
@@ -48,6 +49,17 @@ static void round_trip_plan(const mp_buffer_t *b, size_t n, const mp_plan_t *p) 
     mp_plan_free(&q);
 }
 
+/* The candidates of "auto" (src/offsets/auto.c): it keeps the smallest of
+ * their plans, so its footprint can exceed none of theirs. */
+static const char *const AUTO_CANDIDATES[] = {"greedy-size", "strip-bestfit", "greedy-breadth",
+                                              "smartpool-bestfit", "smartpool-firstfit", "inorder"};
+
+static int auto_candidate(const char *name) {
+    for (size_t i = 0; i < sizeof AUTO_CANDIDATES / sizeof AUTO_CANDIDATES[0]; i++)
+        if (strcmp(name, AUTO_CANDIDATES[i]) == 0) return 1;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FZ_MAX_INPUT) return 0;
     mp_buffer_t *b = NULL;
@@ -69,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(bd.offsets <= bd.objects && bd.objects <= bd.naive, "bounds out of order");
     round_trip_records(b, n);
 
+    uint64_t best_candidate = UINT64_MAX, auto_footprint = UINT64_MAX;
     for (size_t i = 0; i < mp_strategy_count(); i++) {
         const mp_strategy_info_t *info = mp_strategy_info(i);
         if (strcmp(info->name, "exact") == 0) continue;   /* below, with limits */
@@ -78,11 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (st == MP_ENOMEM) continue;
         FZ_CHECK(st == MP_OK, info->name);
         fz_check_plan(b, n, &p, &bd, info->name);
+        if (auto_candidate(info->name) && p.footprint < best_candidate) best_candidate = p.footprint;
+        if (strcmp(info->name, "auto") == 0) auto_footprint = p.footprint;
         if (i == 0 || info->kind == MP_KIND_OBJECTS) round_trip_plan(b, n, &p);
         if (i == 0) FZ_CHECK(mp_plan_write_svg("/dev/null", b, n, &p, bd.offsets, "fuzz") == MP_OK,
                              "mp_plan_write_svg failed");
         mp_plan_free(&p);
     }
+    FZ_CHECK(auto_footprint == UINT64_MAX || best_candidate == UINT64_MAX ||
+                 auto_footprint <= best_candidate,
+             "auto is larger than one of its candidates");
     if (n <= EXACT_MAX_BUFFERS) {
         mp_exact_opts_t o;
         mp_exact_opts_default(&o);
@@ -96,6 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fz_check_plan(b, n, &p, &bd, "exact");
             FZ_CHECK(rep.lower_bound >= bd.offsets && rep.lower_bound <= p.footprint,
                      "exact: lower bound out of place");
+            FZ_CHECK(auto_footprint == UINT64_MAX || p.footprint <= auto_footprint,
+                     "exact is larger than auto");
             mp_plan_free(&p);
         } else {
             FZ_CHECK(st == MP_ENOMEM, "mp_exact_solve failed");
