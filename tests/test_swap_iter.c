@@ -138,7 +138,10 @@ static void test_devices(void) {
     mp_swap_device_t d;
     for (size_t i = 0; mp_swap_device_preset_name(i); i++) {
         MP_CHECK_OK(mp_swap_device_preset(mp_swap_device_preset_name(i), &d));
-        MP_CHECK(d.flops > 1e8 && d.bytes_per_s > 1e8);
+        /* "cpu" is measured: an unoptimised sanitizer build on a loaded
+         * machine reaches only some MFLOP/s */
+        double least = strcmp(d.name, "cpu") ? 1e8 : 1e6;
+        MP_CHECK(d.flops > least && d.bytes_per_s > least);
     }
     MP_CHECK_OK(mp_swap_device_preset("gtx1080ti", &d));
     MP_CHECK(fabs(d.flops - 11.34e12) < 1 && fabs(d.bytes_per_s - 484e9) < 1);

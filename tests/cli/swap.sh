@@ -51,19 +51,19 @@ expect 0 "mode no-overhead" swap --score doa $G/mlp.json
 
 # Keep, swap or recompute: along the ladder the joint plan is feasible
 # wherever either pure one is and never slower; at one limit, three rows.
-"$M" swap --joint --json --min-size 64K $C/squeezenet1_1.graph.json.gz >"$T/joint.json" 2>"$T/err" || bad "swap --joint: $(cat "$T/err")"
+"$M" swap --joint --json --min-size 4K $G/cnn_small.json >"$T/joint.json" 2>"$T/err" || bad "swap --joint: $(cat "$T/err")"
 jcheck "joint points" "$T/joint.json" 'len(d["points"]) == 12 and d["points"][0]["joint"]["overhead"] == 0'
 jcheck "joint never worse" "$T/joint.json" 'all(p["joint"]["feasible"] and p["joint"]["total_ns"] <= p[k]["total_ns"] for p in d["points"] for k in ("swap", "recompute") if p[k]["feasible"])'
 jcheck "joint within limits" "$T/joint.json" 'all(p["joint"]["peak"] <= p["limit"] for p in d["points"] if p["joint"]["feasible"])'
-expect 0 "recompute only" swap --joint --limit 25MB --min-size 64K $C/squeezenet1_1.graph.json.gz
+expect 0 "recompute only" swap --joint --limit 2MiB --min-size 4K $G/cnn_small.json
 expect 2 "memplan swap: ../../bench/corpus/train/resnet18-b16.graph.json.gz: --joint needs a forward graph" swap --joint ../../bench/corpus/train/resnet18-b16.graph.json.gz
 
 # Executed for real: every output bit-identical to the plain step's.
-"$M" swap --run --json --score swdoa --min-size 64K $C/squeezenet1_1.graph.json.gz >"$T/run.json" 2>"$T/err" || bad "swap --run: $(cat "$T/err")"
+"$M" swap --run --json --score swdoa --min-size 4K $G/cnn_small.json >"$T/run.json" 2>"$T/err" || bad "swap --run: $(cat "$T/err")"
 jcheck "run identical" "$T/run.json" 'd["run"]["runs"][0]["identical"] == d["run"]["runs"][0]["outputs"] > 0 and d["run"]["runs"][0]["swapped"] > 0'
-expect 0 "bit-identical" swap --run --score doa --min-size 64K $C/squeezenet1_1.graph.json.gz
+expect 0 "bit-identical" swap --run --score doa --min-size 4K $G/cnn_small.json
 expect 2 "memplan swap: --run and --joint do not go together" swap --run --joint $G/mlp.json
-expect 0 "device run (op times measured on the reference executor)" swap --device run --score doa --min-size 4K ../graph/cnn_small.json
+expect 0 "device run (op times measured on the reference executor)" swap --device run --score doa --min-size 4K $G/cnn_small.json
 expect 2 "memplan swap: --device run does not go with --joint" swap --device run --joint $G/mlp.json
 
 # The load curve as a picture: valid XML, both curves, the limit; an
