@@ -5,9 +5,10 @@
  * its usage records planned and checked, in-place and sharing in every
  * parallel mode (each plan proven by mp_graph_plan_check), placement by a
  * core strategy, the order search (its peak recomputed, its order accepted
- * by mp_graph_with_order), a save/load round trip, the backward graph and
- * the same plans on it, and on small graphs the reference executor: a
- * planned run must give bit-identical outputs to the naive run. */
+ * by mp_graph_with_order), a save/load round trip (every tensor, node and
+ * the order the same), the backward graph and the same plans on it, and on
+ * small graphs the reference executor: a planned run must give
+ * bit-identical outputs to the naive run. */
 #include "fuzz.h"
 
 #include <stdlib.h>
@@ -95,6 +96,25 @@ static void save_load(const mp_graph_t *g) {
     FZ_CHECK(mp_graph_stats(g, &a) == MP_OK && mp_graph_stats(h, &b) == MP_OK,
              "mp_graph_stats failed");
     FZ_CHECK(memcmp(&a, &b, sizeof a) == 0, "the graph read back has other stats");
+    for (size_t i = 0; i < mp_graph_tensor_count(g); i++) {
+        const mp_graph_tensor_t *x = mp_graph_tensor(g, i), *y = mp_graph_tensor(h, i);
+        FZ_CHECK(!strcmp(x->name, y->name) && !strcmp(x->dtype, y->dtype) && x->rank == y->rank &&
+                     x->bytes == y->bytes && x->kind == y->kind && x->alias_of == y->alias_of &&
+                     x->producer == y->producer && x->grad_of == y->grad_of &&
+                     (!x->rank || !memcmp(x->shape, y->shape, x->rank * sizeof *x->shape)),
+                 "a tensor read back differs");
+    }
+    size_t n1, n2;
+    const size_t *o1 = mp_graph_order(g, &n1), *o2 = mp_graph_order(h, &n2);
+    FZ_CHECK(n1 == n2 && (!n1 || !memcmp(o1, o2, n1 * sizeof *o1)), "the order read back differs");
+    for (size_t i = 0; i < mp_graph_node_count(g); i++) {
+        const mp_graph_node_t *x = mp_graph_node(g, i), *y = mp_graph_node(h, i);
+        FZ_CHECK(!strcmp(x->op, y->op) && x->n_inputs == y->n_inputs && x->n_outputs == y->n_outputs &&
+                     x->inplace == y->inplace && x->flops == y->flops &&
+                     (!x->n_inputs || !memcmp(x->inputs, y->inputs, x->n_inputs * sizeof *x->inputs)) &&
+                     (!x->n_outputs || !memcmp(x->outputs, y->outputs, x->n_outputs * sizeof *x->outputs)),
+                 "a node read back differs");
+    }
     mp_graph_free(h);
 }
 
