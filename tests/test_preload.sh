@@ -121,6 +121,14 @@ check "prog: same output with MEMPLAN_TRIM=0, no trim, still replaying" sh -c "
     [ \"\$(sed -n 's/^trims //p' '$tmp/stats6.txt')\" = 0 ] &&
     [ \"\$(sed -n 's/^state //p' '$tmp/stats6.txt')\" = replaying ] &&
     [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats6.txt')\" = 0 ]"
+# the forwarded blocks and regions from the real allocator (MEMPLAN_LEAN=0)
+# instead of mapped directly (the default, every run above)
+# shellcheck disable=SC2086
+run c7 $P MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats7.txt" MEMPLAN_LEAN=0 "$prog"
+check "prog: same output with MEMPLAN_LEAN=0, still replaying, 0 overlaps" sh -c "
+    cmp -s '$tmp/c0.out' '$tmp/c7.out' &&
+    [ \"\$(sed -n 's/^state //p' '$tmp/stats7.txt')\" = replaying ] &&
+    [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats7.txt')\" = 0 ]"
 # another allocator behind memplan: glibc's malloc_trim is not its, never called
 je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$je" ]; then

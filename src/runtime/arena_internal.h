@@ -138,8 +138,15 @@ mp_status mp__atab_reserve(mp_arena_t *a, size_t extra);
 mp_status mp__atab_put(mp_arena_t *a, uintptr_t p, uint64_t size, int kind);
 void mp__atab_erase(mp_arena_t *a, size_t i);
 /* Live block accounting (requested bytes). */
-void mp__arena_live_add(mp_arena_t *a, uint64_t size);
-void mp__arena_live_sub(mp_arena_t *a, uint64_t size);
+static inline void mp__arena_live_add(mp_arena_t *a, uint64_t size) {
+    a->st.live_blocks++;
+    a->st.live_bytes += size;
+    if (a->st.live_bytes > a->st.peak_live_bytes) a->st.peak_live_bytes = a->st.live_bytes;
+}
+static inline void mp__arena_live_sub(mp_arena_t *a, uint64_t size) {
+    a->st.live_blocks--;
+    a->st.live_bytes -= size;
+}
 /* Forwards a request to the backing allocator; kind K_TRACED marks it as
  * recorded in the trace (the caller records it). */
 mp_status mp__arena_forward(mp_arena_t *a, uint64_t size, int kind, void **out);
@@ -159,8 +166,21 @@ mp_status mp__aplan_solve(const mp_arena_t *a, const aplan *p, alayout *L);
 /* Installs L in p (p must have no live block); frees the old layout. */
 void mp__aplan_install(aplan *p, alayout *L);
 void mp__alayout_free(alayout *L);
-/* Slot of the live block starting at offset o, or SIZE_MAX. */
-size_t mp__aplan_owner(const aplan *p, uint64_t o);
+/* Slot of the live block starting at offset o, or SIZE_MAX: O(1) expected. */
+static inline size_t mp__aplan_owner(const aplan *p, uint64_t o) {
+    const alayout *L = &p->L;
+    if (!L->gval) return SIZE_MAX;
+    uint64_t x = o * 0x9e3779b97f4a7c15ull;
+    size_t h = (size_t)(x ^ (x >> 31)) & L->gmask;
+    while (L->gval[h]) {
+        if (L->gkey[h] == o) {
+            uint32_t s = L->gown[L->gval[h] - 1];
+            return s ? (size_t)s - 1 : SIZE_MAX;
+        }
+        h = (h + 1) & L->gmask;
+    }
+    return SIZE_MAX;
+}
 /* Moves p's live blocks to the arena's stale list (a re-plan or a switch
  * of plans keeps them protected); MP_ENOMEM leaves everything as it was. */
 mp_status mp__aplan_to_stale(mp_arena_t *a, aplan *p);

@@ -187,6 +187,7 @@ nomem:
 
 /* ---- offset groups -------------------------------------------------------- */
 
+/* The same hash as mp__aplan_owner's. */
 static size_t ghash(uint64_t o, size_t mask) {
     uint64_t h = o * 0x9e3779b97f4a7c15ull;
     return (size_t)(h ^ (h >> 31)) & mask;
@@ -212,20 +213,6 @@ static mp_status groups(size_t m, alayout *L) {
         L->grp[i] = L->gval[h] - 1;
     }
     return MP_OK;
-}
-
-size_t mp__aplan_owner(const aplan *p, uint64_t o) {
-    const alayout *L = &p->L;
-    if (!L->gval) return SIZE_MAX;
-    size_t h = ghash(o, L->gmask);
-    while (L->gval[h]) {
-        if (L->gkey[h] == o) {
-            uint32_t s = L->gown[L->gval[h] - 1];
-            return s ? (size_t)s - 1 : SIZE_MAX;
-        }
-        h = (h + 1) & L->gmask;
-    }
-    return SIZE_MAX;
 }
 
 /* ---- planning --------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* arena_table.c -- the replay arena's backing allocator, its hash table of
  * forwarded blocks (and of blocks left in retired regions: linear probing,
- * backward-shift deletion, at most half full) and its live accounting.
+ * backward-shift deletion, at most half full). The live accounting is inline in arena_internal.h.
  * The state machine is in arena.c; the shared state in arena_internal.h. */
 #include "arena_internal.h"
 
@@ -94,19 +94,6 @@ void mp__atab_erase(mp_arena_t *a, size_t i) {
         }
     }
     a->used--;
-}
-
-/* ---- live accounting ------------------------------------------------------ */
-
-void mp__arena_live_add(mp_arena_t *a, uint64_t size) {
-    a->st.live_blocks++;
-    a->st.live_bytes += size;
-    a->st.peak_live_bytes = mp__max64(a->st.peak_live_bytes, a->st.live_bytes);
-}
-
-void mp__arena_live_sub(mp_arena_t *a, uint64_t size) {
-    a->st.live_blocks--;
-    a->st.live_bytes -= size;
 }
 
 /* Forwards a request; kind K_TRACED records it in the trace. */
