@@ -44,7 +44,7 @@ FULL = [
     ("inception_v3", 32, "infer", 5, 8),
     ("resnet18", 16, "train", 6, 10),
 ]
-QUICK = [("mobilenet_v2", 1, "infer", 5, 5), ("transformer", 0, "service", 16, 4)]
+QUICK = [("mobilenet_v2", 1, "infer", 5, 5), ("transformer", 0, "service", 14, 2)]
 # The varying-shape services (service.py; --services): a CNN with random
 # batch sizes 1/2/4/8 and a Transformer encoder with random sequence lengths
 # 32/64/128/256.  memplan learns their four patterns during the warm-up
