@@ -54,6 +54,11 @@
  * so the overlap rule protects them; otherwise a new region is allocated
  * and the old one is released once its last live block is freed.
  *
+ * Several patterns (arena_pattern.c): a stream with no period whose
+ * iterations recur in a few distinct kinds gets one plan per kind, all in
+ * one region; an iteration's first sizes choose the plan, and an iteration
+ * that departs from every plan is forwarded and learned when it recurs.
+ *
  * Returning to learning: every m requests that reach replay form one
  * window (counted apart from the position, which mark_iteration moves);
  * a window is bad when more than half of its requests fell back as
