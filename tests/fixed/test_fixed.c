@@ -36,7 +36,7 @@ static void test_random(void) {
     uint64_t st = 77;
     size_t nreg = mp_strategy_count();
     for (int iter = 0; iter < 140; iter++) {
-        size_t n = 2 + next(&st) % (iter < 100 ? 60 : 400);
+        size_t n = 2 + next(&st) % (iter < 100 ? 60 : 398); /* at most 399 */
         mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), 1000 + (uint64_t)iter);
         fix_some(b, n, fixed, 1 + (unsigned)(iter % 5), &st);
         uint64_t fixed_end = 0;
@@ -158,7 +158,7 @@ static void test_pools(void) {
     static mp_buffer_t b[300];
     uint64_t st = 31;
     for (int iter = 0; iter < 80; iter++) {
-        size_t n = 2 + next(&st) % 300;
+        size_t n = 2 + next(&st) % 298; /* at most 299 */
         mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), 500 + (uint64_t)iter);
         mp_plan_t a;
         MP_CHECK_OK(mp_plan_compute(b, n, "auto", &a));
@@ -176,8 +176,12 @@ static void test_pools(void) {
                 fprintf(stderr, "  pools, problem %d: %s\n", iter, mp_last_error());
             MP_CHECK(p.footprint[0] <= use[0].capacity);
             size_t in0 = 0;
-            for (size_t i = 0; i < n; i++) in0 += p.pool[i] == 0;
-            MP_CHECK(in0 > 0 || use[0].capacity < f / 8); /* the fast pool is used */
+            bool one_fits = false; /* then the fast pool cannot stay empty */
+            for (size_t i = 0; i < n; i++) {
+                in0 += p.pool[i] == 0;
+                one_fits |= mp_buffer_aligned_size(&b[i]) <= use[0].capacity;
+            }
+            MP_CHECK((in0 > 0) == one_fits);
             mp_pool_plan_free(&p);
         }
         /* a fast pool as large as auto's plan takes everything */
