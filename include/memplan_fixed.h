@@ -54,7 +54,7 @@ mp_status mp_plan_check_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fi
 /* mp_records_read, and the records' optional "offset" column (the name
  * MiniMalloc's CSV gives it) as fixed offsets: *fixed gets n entries
  * (MP_NOT_FIXED where the field is empty), or NULL when the file has no
- * such column.  Fixed offsets are validated (mp_fixed_validate, with the
+ * such column or no row fills it.  Fixed offsets are validated (mp_fixed_validate, with the
  * file's line numbers).  Free both with free(). */
 mp_status mp_records_read_fixed(const char *path, mp_buffer_t **b, size_t *n, uint64_t **fixed);
 

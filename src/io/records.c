@@ -190,7 +190,9 @@ static mp_status read_records(const char *path, mp_buffer_t **out, size_t *n_out
                     path, r.lineno + 1);
     if (s == MP_OK) s = check_duplicates(path, b, line, n);
     if (s == MP_OK && fixed_out && L.col[C_OFFSET] >= 0) s = mp__fixed_check(b, n, fixed, path, line);
-    if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !fixed)) free(fixed), fixed = NULL;
+    size_t n_fixed = 0;
+    for (size_t i = 0; fixed && i < n; i++) n_fixed += fixed[i] != MP_NOT_FIXED;
+    if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !n_fixed)) free(fixed), fixed = NULL;
     mp__lines_close(&r);
     free(line);
     if (s != MP_OK) {

@@ -136,6 +136,10 @@ static void test_records(void) {
     MP_CHECK_OK(mp_records_read_fixed(path, &b, &n, &fx));
     MP_CHECK(fx == NULL && n == 1);
     free(b);
+    mp_test_write_file(path, "id,first,last,size,offset\n1,0,4,100,\n2,1,2,8,\n");
+    MP_CHECK_OK(mp_records_read_fixed(path, &b, &n, &fx)); /* an empty column: nothing fixed */
+    MP_CHECK(fx == NULL && n == 2);
+    free(b);
     static const char *const bad[][2] = {
         {"id,first,last,size,offset\n1,0,4,100,x\n", ":2: field 'offset'"},
         {"id,first,last,size,offset\n1,0,4,100,0\n2,4,5,8,96\n", ":3: field 'offset': buffer id 2 overlaps buffer id 1 (line 2)"},
