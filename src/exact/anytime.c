@@ -12,7 +12,9 @@
  *     static orders; plans found and lower bounds refuted by either are
  *     proven, so the shared bound is the larger and the shared plan the
  *     better, and a proof of optimality stops both;
- *   - otherwise each worker runs ruin and recreate (lns.c) with its own
+ *   - otherwise (or above EXACT_MAX_TOTAL buffers in all, where the
+ *     search's memory for every part adds up) each worker runs ruin and
+ *     recreate (lns.c) with its own
  *     random sequence, taking over the shared plan when the other worker's
  *     is better; the bound stays the max-load bound.
  * The progress callback sees every improvement, with the plan held. */
@@ -25,6 +27,11 @@
 #include <unistd.h>
 
 enum { MAX_WORKERS = 2, LNS_SYNC = 64 /* steps between looks at the shared plan */ };
+
+/* The exact search sets up every part (O(m) memory for its table of failed
+ * states and O(m^2) for its candidates, per part of m buffers): above this
+ * many buffers in all, local improvement (O(n) memory) is used instead. */
+#define EXACT_MAX_TOTAL 20000
 
 typedef struct shared {
     pthread_mutex_t mu;
@@ -151,7 +158,7 @@ static mp_status improve(shared *sh) {
     size_t largest;
     mp_status s = mp__xlargest_part(sh->b, sh->n, &largest);
     if (s != MP_OK) return s;
-    sh->exact = largest <= MP__X_MAX_N;
+    sh->exact = largest <= MP__X_MAX_N && sh->n <= EXACT_MAX_TOTAL;
     unsigned nw = workers(sh->o);
     worker w[MAX_WORKERS];
     pthread_t th[MAX_WORKERS];
