@@ -9,6 +9,7 @@
 #include "oracle.h"
 
 #include "core/internal.h"
+#include "strategies/strategies.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,7 @@
  *   every plan passes the checker and sums to >= the objects bound;
  *   two runs give the same answer. */
 #include "core/internal.h"
+#include "strategies/strategies.h"
 #include "gen.h"
 #include "objects/objset.h"
 #include "harness.h"

@@ -4,6 +4,7 @@
  * sent back through a pipe and the child killed when it passes the timeout. */
 #include "bench.h"
 #include "oracle.h"
+#include "strategies/strategies.h"
 
 #include <errno.h>
 #include <inttypes.h>

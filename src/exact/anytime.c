@@ -19,6 +19,7 @@
  *     is better; the bound stays the max-load bound.
  * The progress callback sees every improvement, with the plan held. */
 #include "exact.h"
+#include "../strategies/strategies.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -15,6 +15,7 @@
  * heuristic plan (their search model takes O(n^2) memory).  Deciding a
  * capacity works the same way with every search at that capacity. */
 #include "exact.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,6 +21,7 @@
  * O((s + 1) log k) for s busy objects passed in the size order; the
  * literal form is O(k n^2). */
 #include "objset.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

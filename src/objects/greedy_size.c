@@ -14,6 +14,7 @@
  * O((c + 1) log n) in index mode, c = assigned buffers meeting it.  The
  * paper's literal form is O(k n^2) and is the oracle. */
 #include "objset.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

@@ -33,6 +33,7 @@
  * answers stay in cache.  The paper's literal form is O(k n^2) per stage
  * and is the test oracle. */
 #include "objset.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

@@ -18,6 +18,7 @@
  *
  * Cost: O(n log n) (two sorts and O(1) box operations per buffer). */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

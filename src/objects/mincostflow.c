@@ -35,6 +35,7 @@
  * DNN-shaped inputs.  O(n) memory.  Meant for up to a few thousand
  * buffers. */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

@@ -14,6 +14,7 @@
  * smallest footprint, exactly what a sequential run picks; only the
  * report's `tried` count can be one higher than sequential. */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -13,6 +13,7 @@
  * Cost: the strategy's, plus per free buffer two interval queries and a
  * sort of the k buffers live with it, O(n log n + sum of k log k). */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdio.h>
 #include <stdlib.h>

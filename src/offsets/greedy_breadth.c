@@ -15,6 +15,7 @@
  * reported once and finding them all costs O(n log n); placing adds the
  * placer's cost. */
 #include "gapfit.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,7 @@
  * shared placer in gapfit.c: O(n log n) for the order plus
  * O((k + 1) log n + k log k) per buffer with k conflicting placed buffers. */
 #include "gapfit.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

@@ -18,6 +18,7 @@
  * that are long enough but misaligned (at most those shorter than
  * size + align - 1). */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

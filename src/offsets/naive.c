@@ -4,6 +4,7 @@
  * then a multiple of every later buffer's alignment and no padding is ever
  * inserted.  O(n log n). */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

@@ -14,6 +14,7 @@
  * Cost per pool: one run of the strategy, plus first fit (an interval query
  * and a sort of the k buffers live with it) per buffer not kept at once. */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 #include "../io/io.h"
 
 #include <stdlib.h>

@@ -11,6 +11,7 @@
  * gapfit.c: O(n log n) plus O((k + 1) log n + k log k) per variable with k
  * conflicting placed variables. */
 #include "gapfit.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 

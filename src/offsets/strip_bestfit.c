@@ -42,6 +42,7 @@
  * Measured on a 2-core VM (Release): 10^6 MP_GEN_DNN buffers in ~1.5-2.5 s,
  * mostly cache misses: the lowest line jumps about the whole run. */
 #include "../core/internal.h"
+#include "../strategies/strategies.h"
 
 #include <stdlib.h>
 
