@@ -110,6 +110,7 @@ struct mp_arena_t {
     bool unmatched;             /* forwarded until its blocks are all freed */
     size_t seg_live;            /* blocks of the unmatched iteration still live */
     size_t seg_reqs;            /* requests of the iteration so far */
+    size_t longest;             /* requests of the longest plan */
     uint64_t seg_gen;           /* the iteration's generation (table kind, stamps) */
     aplan *cand[MAX_PATTERNS];  /* patterns seen once, not laid out (newest first) */
     size_t ncand;

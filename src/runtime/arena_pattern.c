@@ -32,8 +32,9 @@
  * trace of their own; the iteration ends when its last block is freed.
  * Its pattern is then compared with the candidates: the second time a
  * pattern is seen it is planned and added (the region grows if it needs
- * to, the old one retired).  An unmatched iteration longer than four
- * times the longest plan is abandoned (not learned).  Blocks of such an
+ * to, the old one retired).  An unmatched iteration of more than twice
+ * the longest plan's requests (plus 64) is ended there, not learned: one
+ * of its blocks outlives it and it has swallowed the following ones.  Blocks of such an
  * iteration carry K_SEG and its generation in their table kind. */
 #include "arena_internal.h"
 
@@ -203,6 +204,7 @@ out:
 static void size_log(mp_arena_t *a) {
     size_t longest = 0;
     for (size_t i = 0; i < a->npl; i++) longest = mp__max64(longest, a->pl[i]->m);
+    a->longest = longest;
     size_t want = 8 * longest + 64;
     if (want > a->cap_log && mp__grow((void **)&a->log, &a->cap_log, want, sizeof *a->log) != MP_OK)
         a->log_full = true;
@@ -281,6 +283,10 @@ static mp_status forward_seg(mp_arena_t *a, uint64_t size, void **out) {
     a->st.fb_unmatched++;
     a->seg_live++;
     mp__arena_log(a, *out, size);
+    /* an unmatched iteration that outgrows every plan twice over has
+     * swallowed the next ones (a block of it stays live): end it there,
+     * unlearned; its blocks still live are no iteration's any more */
+    if (a->unmatched && a->seg_reqs > 2 * a->longest + 64) boundary(a, false);
     return MP_OK;
 }
 
