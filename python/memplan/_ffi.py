@@ -64,6 +64,11 @@ class CPlan(Structure):
                 ("n_objects", size_t), ("strategy", c_char_p)]
 
 
+class CSvgOpts(Structure):
+    _fields_ = [("title", c_char_p), ("lower_bound", u64), ("bound_name", c_char_p),
+                ("names", POINTER(c_char_p))]
+
+
 class CBounds(Structure):
     _fields_ = [("naive", u64), ("offsets", u64), ("objects", u64), ("peak_count", u64)]
 
@@ -195,6 +200,7 @@ _PROTOS = {
     "mp_plan_write_csv": (c_int, [c_char_p, P(Buffer), size_t, P(CPlan)]),
     "mp_plan_read_csv": (c_int, [c_char_p, P(Buffer), size_t, P(CPlan)]),
     "mp_plan_write_svg": (c_int, [c_char_p, P(Buffer), size_t, P(CPlan), u64, c_char_p]),
+    "mp_plan_write_svg_opts": (c_int, [c_char_p, P(Buffer), size_t, P(CPlan), P(CSvgOpts)]),
     "mp_graph_load": (c_int, [c_char_p, P(c_void_p)]),
     "mp_graph_parse": (c_int, [c_char_p, size_t, c_char_p, P(c_void_p)]),
     "mp_graph_free": (None, [c_void_p]),

@@ -132,23 +132,22 @@ def _picture(r):
 
 def plan_svg(r):
     """The best plan drawn by the library (lib.Plan.write_svg), with the
-    tensors' names in the tooltips, ready to inline; "" with no tensors."""
+    tensors' names in the tooltips and on the largest ones, ready to
+    inline; "" with no tensors."""
     problem, offsets = plan_problem(r.graph, r.plan)
     if not len(problem):
         return ""
     plan = lib.Plan(problem, offsets, strategy=r.plan.placement)
     plan.check()
+    names = {t.id: t.name for t in r.graph.tensors}
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "plan.svg")
-        plan.write_svg(path, title=r.name, lower_bound=problem.bounds().offsets)
+        plan.write_svg(path, title=r.name, lower_bound=problem.bounds().offsets,
+                       names=[names.get(rec.id, "") for rec in problem])
         with open(path, encoding="utf-8") as f:
             svg = f.read()
     svg = re.sub(r"<\?xml[^>]*\?>\s*", "", svg)
-    svg = svg.replace(' xmlns="http://www.w3.org/2000/svg"', "", 1)
-    names = {t.id: t.name for t in r.graph.tensors}
-    return re.sub(r"<title>id (\d+):",
-                  lambda m: f"<title>{esc(names.get(int(m.group(1)), ''))} (tensor {m.group(1)}):",
-                  svg)
+    return svg.replace(' xmlns="http://www.w3.org/2000/svg"', "", 1)
 
 
 # -- the load curve ----------------------------------------------------------

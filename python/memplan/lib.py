@@ -209,17 +209,27 @@ class Plan:
         pr = self.problem
         _ffi.call("mp_plan_write_csv", fspath(path), pr._arr, pr._n, ctypes.byref(c))
 
-    def write_svg(self, path, title="", lower_bound=None):
+    def write_svg(self, path, title="", lower_bound=None, names=None):
         """Draws the plan (time across, address up); the line is lower_bound
         (default: the bound of the plan's kind, objects for a shared-object
-        plan, else offsets; docs/svg.md)."""
+        plan, else offsets; docs/svg.md).  names: optional, one per record,
+        shown in the tooltips and written on the largest buffers."""
         if lower_bound is None:
             b = self.problem.bounds()
             lower_bound = b.objects if self.objects is not None else b.offsets
         c, _keep = self._c()
         pr = self.problem
-        _ffi.call("mp_plan_write_svg", fspath(path), pr._arr, pr._n, ctypes.byref(c),
-                  lower_bound, enc(title))
+        if names is None:
+            _ffi.call("mp_plan_write_svg", fspath(path), pr._arr, pr._n, ctypes.byref(c),
+                      lower_bound, enc(title))
+            return
+        names = list(names)
+        if len(names) != pr._n:
+            raise ValueError(f"write_svg: {len(names)} names for {pr._n} records")
+        arr = (ctypes.c_char_p * max(1, pr._n))(*[enc(n) if n else None for n in names])
+        o = _ffi.CSvgOpts(enc(title), lower_bound, None, arr)
+        _ffi.call("mp_plan_write_svg_opts", fspath(path), pr._arr, pr._n, ctypes.byref(c),
+                  ctypes.byref(o))
 
 
 def _aligned(r):

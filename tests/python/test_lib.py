@@ -164,6 +164,21 @@ class AgainstCLI(unittest.TestCase):
                 self.assertEqual(read_bytes(mine), read_bytes(out), s)
                 self.assertIn(f">lower bound ({kind}) ".encode(), read_bytes(mine))
 
+    def test_svg_names(self):
+        """write_svg(names=...) puts each record's name in its tooltip and on
+        the largest buffers; a wrong number of names is refused."""
+        prob = lib.Problem([(0, 0, 1, 4096), (1, 1, 2, 64), (2, 2, 3, 4096)])
+        plan = prob.plan("greedy-size")
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "n.svg")
+            plan.write_svg(out, title="t", names=["conv1.out", "<b>&", "fc.out"])
+            svg = read_bytes(out)
+            self.assertIn(b"<title>conv1.out, id 0:", svg)
+            self.assertIn(b"&lt;b&gt;&amp;, id 1:", svg)
+            self.assertNotIn(b"<b>&", svg)
+            with self.assertRaises(ValueError):
+                plan.write_svg(out, names=["one"])
+
     def test_training_graphs_and_records(self):
         with tempfile.TemporaryDirectory() as d:
             for name in SMALL_GRAPHS:

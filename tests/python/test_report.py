@@ -283,7 +283,8 @@ class Html(unittest.TestCase):
         for name in ("conv", "relu", "fc", "(input)", "(loss)", "grad:conv", "tiny"):
             self.assertIn(name, text)
         self.assertIn("peak", text)
-        self.assertIn("grad:flatten (tensor", page)    # plan tooltips name tensors
+        self.assertIn("<title>grad:flatten, id ", page)    # plan tooltips name tensors
+        self.assertIn(">grad:flatten (1.12 KiB)</text>", page)   # and the largest carry names
 
     def test_names_are_escaped(self):
         # torch forbids only "." in module names: ModuleDict keys may hold <>&
