@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -154,6 +155,9 @@ static int ready(void) {
         if (r.malloc_trim && !(r.malloc && dladdr((void *)r.malloc, &im) &&
                                dladdr((void *)r.malloc_trim, &it) && im.dli_fbase == it.dli_fbase))
             r.malloc_trim = NULL;
+        r.mallopt = r.malloc_trim ? (int (*)(int, int))sym("mallopt") : NULL;
+        if (r.mallopt && !(dladdr((void *)r.mallopt, &it) && im.dli_fbase == it.dli_fbase))
+            r.mallopt = NULL;
         if (!r.malloc || !r.free || !r.calloc || !r.realloc || !r.posix_memalign ||
             !r.memalign || !r.malloc_usable_size) {
             mpp__say("memplan-preload: the real allocator was not found (dlsym RTLD_NEXT)\n");
@@ -176,6 +180,7 @@ static int ready(void) {
  * allocator's cache (glibc keeps what it frees once its mmap threshold has
  * risen).  Pages are page-aligned, more than the arena's 64. */
 #define LEAN_MIN ((uint64_t)64 << 10)
+#define LEAN_TRIM_THRESHOLD (4 << 20)
 
 static size_t page_round(uint64_t size) {
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -526,6 +531,12 @@ __attribute__((constructor)) static void preload_init(void) {
     if (tr && strcmp(tr, "0") == 0) trim = 0;
     const char *ln = getenv("MEMPLAN_LEAN");
     if (ln && strcmp(ln, "0") == 0) lean = 0;
+    /* glibc raises its heap trim threshold (to twice the largest block it
+     * unmapped) once the program frees a big block; under the lean backing
+     * it never sees one, stays at 128 KiB and returns the top of its heap
+     * at nearly every free of a small block, to map it again at the next
+     * malloc.  LEAN_TRIM_THRESHOLD bounds what it keeps instead. */
+    if (lean && !off && mpp__real.mallopt) (void)mpp__real.mallopt(M_TRIM_THRESHOLD, LEAN_TRIM_THRESHOLD);
     mpp__reg_set_verify(env_flag("MEMPLAN_VERIFY"));
     /* the handlers also stop a forked child's tracing: without them, no trace */
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) off = 1;

@@ -23,6 +23,7 @@ typedef struct mpp_real {
     void *(*pvalloc)(size_t);
     size_t (*malloc_usable_size)(void *);
     int (*malloc_trim)(size_t);   /* NULL unless defined by the same object as malloc */
+    int (*mallopt)(int, int);     /* the same */
 } mpp_real;
 
 extern mpp_real mpp__real;
