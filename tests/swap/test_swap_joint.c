@@ -69,7 +69,7 @@ static void check_model(const char *name, long *strictly, long *points) {
     /* below every candidate's least load: nothing */
     if (MP_CHECK_OK(mp_swap_joint_at(j, lo - 1, &so, &ro, &jo))) MP_CHECK(!jo.feasible && !ro.feasible && !so.feasible);
     long better = 0;
-    for (int k = 1; k < 10; k++) {
+    for (int k = 1; k < 10; k += 2) {
         uint64_t limit = lo + (top - lo) * (uint64_t)(10 - k) / 10;
         if (!MP_CHECK_OK(mp_swap_joint_at(j, limit, &so, &ro, &jo))) continue;
         MP_CHECK(jo.feasible || (!so.feasible && !ro.feasible));
@@ -82,7 +82,7 @@ static void check_model(const char *name, long *strictly, long *points) {
         (*points)++;
     }
     *strictly += better;
-    printf("  %s: plain %.1f MB, least %.1f MB, %zu candidates, joint strictly better at %ld of 9 limits\n", name,
+    printf("  %s: plain %.1f MB, least %.1f MB, %zu candidates, joint strictly better at %ld of 5 limits\n", name,
            top / 1e6, lo / 1e6, mp_swap_joint_count(j), better);
 out:
     mp_swap_joint_free(j);

@@ -202,7 +202,7 @@ int main(void) {
     check_model("graph/cnn_small.json", 1);   /* a 4-conv CNN, batch 8, 32x32 */
 #ifndef __SANITIZE_ADDRESS__   /* seconds here, minutes under ASan */
     check_model("squeezenet1_1", 0);
-    check_model("resnet18", 0);
+    if (getenv("MP_TEST_SLOW")) check_model("resnet18", 0);
 #endif
     return mp_test_finish("swap_run");
 }
