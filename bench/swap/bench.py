@@ -130,26 +130,20 @@ def table_curve(name, curve):
     return out
 
 
-def svg_curve(name, curve):
-    """Fig. 9's picture: overhead against the limit, one line per score."""
-    w, h, l, r, t, b = 640, 360, 60, 110, 30, 45
-    xs = [mib(limit) for limit, _ in curve]
-    ys = [[100 * s["overhead"] for s in d["scores"]] for _, d in curve]
-    ymax = max(1.0, max(max(v) for v in ys)) * 1.05
-    xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-
+def svg_axes(title, xlabel, xmin, xmax, ymax, w=640, h=360, l=60, r=110, t=30, b=45):
+    """An SVG's frame shared by the curve pictures: white page, title, axes
+    with six ticks each, labels.  Returns the parts so far and the x and y
+    maps from data to pixels."""
     def px(x):
         return l + (x - xmin) / (xmax - xmin) * (w - l - r)
 
     def py(y):
         return h - b - y / ymax * (h - t - b)
 
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728"]
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
              f'font-family="sans-serif" font-size="12">',
              f'<rect width="{w}" height="{h}" fill="white"/>',
-             f'<text x="{w / 2}" y="18" text-anchor="middle">{name}: overhead vs memory load '
-             f'limit (1080 Ti preset, PCIe 3)</text>',
+             f'<text x="{w / 2}" y="18" text-anchor="middle">{title}</text>',
              f'<line x1="{l}" y1="{h - b}" x2="{w - r}" y2="{h - b}" stroke="black"/>',
              f'<line x1="{l}" y1="{t}" x2="{l}" y2="{h - b}" stroke="black"/>']
     for k in range(6):
@@ -157,9 +151,22 @@ def svg_curve(name, curve):
         parts.append(f'<text x="{px(x):.1f}" y="{h - b + 16}" text-anchor="middle">{x:.0f}</text>')
         y = ymax * k / 5
         parts.append(f'<text x="{l - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
-    parts.append(f'<text x="{(l + w - r) / 2}" y="{h - 8}" text-anchor="middle">limit (MiB)</text>')
+    parts.append(f'<text x="{(l + w - r) / 2}" y="{h - 8}" text-anchor="middle">{xlabel}</text>')
     parts.append(f'<text x="14" y="{(t + h - b) / 2}" transform="rotate(-90 14 {(t + h - b) / 2})" '
                  f'text-anchor="middle">overhead (%)</text>')
+    return parts, px, py
+
+
+def svg_curve(name, curve):
+    """Fig. 9's picture: overhead against the limit, one line per score."""
+    w, r, t = 640, 110, 30
+    xs = [mib(limit) for limit, _ in curve]
+    ys = [[100 * s["overhead"] for s in d["scores"]] for _, d in curve]
+    ymax = max(1.0, max(max(v) for v in ys)) * 1.05
+    xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728"]
+    parts, px, py = svg_axes(f"{name}: overhead vs memory load limit (1080 Ti preset, PCIe 3)",
+                             "limit (MiB)", xmin, xmax, ymax)
     for k, score in enumerate(SCORES):
         pts = " ".join(f"{px(x):.1f},{py(v[k]):.1f}" for x, v in zip(xs, ys))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{colors[k]}" stroke-width="2"/>')
@@ -223,35 +230,15 @@ def table_joint_curve(name, d):
 def svg_joint(name, d, setting):
     """Trade-off curves: overhead against the limit, one line per method
     (infeasible points left out)."""
-    w, h, l, r, t, b = 640, 360, 60, 120, 30, 45
+    w, r, t = 640, 110, 30
     pts = d["points"]
     xs = [mib(p["limit"]) for p in pts]
     vals = [100 * p[m]["overhead"] for p in pts for m in METHODS if p[m]["feasible"]]
     ymax = max(1.0, max(vals) if vals else 1.0) * 1.05
     xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-
-    def px(x):
-        return l + (x - xmin) / (xmax - xmin) * (w - l - r)
-
-    def py(y):
-        return h - b - y / ymax * (h - t - b)
-
     colors = {"swap": "#1f77b4", "recompute": "#ff7f0e", "joint": "#2ca02c"}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-             f'font-family="sans-serif" font-size="12">',
-             f'<rect width="{w}" height="{h}" fill="white"/>',
-             f'<text x="{w / 2}" y="18" text-anchor="middle">{name}: keep, swap or recompute '
-             f'({setting})</text>',
-             f'<line x1="{l}" y1="{h - b}" x2="{w - r}" y2="{h - b}" stroke="black"/>',
-             f'<line x1="{l}" y1="{t}" x2="{l}" y2="{h - b}" stroke="black"/>']
-    for k in range(6):
-        x = xmin + (xmax - xmin) * k / 5
-        parts.append(f'<text x="{px(x):.1f}" y="{h - b + 16}" text-anchor="middle">{x:.0f}</text>')
-        y = ymax * k / 5
-        parts.append(f'<text x="{l - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
-    parts.append(f'<text x="{(l + w - r) / 2}" y="{h - 8}" text-anchor="middle">memory load limit (MiB)</text>')
-    parts.append(f'<text x="14" y="{(t + h - b) / 2}" transform="rotate(-90 14 {(t + h - b) / 2})" '
-                 f'text-anchor="middle">overhead (%)</text>')
+    parts, px, py = svg_axes(f"{name}: keep, swap or recompute ({setting})", "memory load limit (MiB)",
+                             xmin, xmax, ymax)
     for k, m in enumerate(METHODS):
         line = [(px(mib(p["limit"])), py(100 * p[m]["overhead"])) for p in pts if p[m]["feasible"]]
         if line:
