@@ -17,6 +17,11 @@ endif()
 add_test(NAME test_mip COMMAND test_mip ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
 set_tests_properties(test_mip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# The exact planner and anytime auto (tests/exact/test_exact.c).
+add_executable(test_exact ${CMAKE_CURRENT_LIST_DIR}/test_exact.c)
+target_link_libraries(test_exact PRIVATE mp_testlib)
+add_test(NAME test_exact COMMAND test_exact WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
+
 # `memplan plan --time-limit` (anytime auto) and fixed offsets through the
 # real binary (tests/exact/cli.sh): output, exit codes, error texts.
 add_test(NAME cli_exact COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:memplan>
