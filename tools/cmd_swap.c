@@ -137,10 +137,10 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return fputs(help, stdout), -1;
-        if (!strcmp(a, "--json") || !strcmp(a, "--joint") || !strcmp(a, "--run")) {
-            if (a[2] == 'r') o->run = true;
-            else if (a[3] == 's') o->json = true;
-            else o->joint = true;
+        bool *flag = !strcmp(a, "--json") ? &o->json : !strcmp(a, "--joint") ? &o->joint
+                   : !strcmp(a, "--run") ? &o->run : NULL;
+        if (flag) {
+            *flag = true;
             continue;
         }
         if (a[0] == '-' && a[1] == '-') {

@@ -198,6 +198,23 @@ def med(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def finish(a, lines, results, failures):
+    """Writes the Markdown (and the raw results with --raw) through
+    temporary files, reports what it wrote and any failure; the exit code."""
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, a.out)
+    if a.raw:
+        with open(a.raw + ".tmp", "w") as f:
+            json.dump({"%s|%s" % k: v for k, v in results.items()}, f, indent=1)
+        os.replace(a.raw + ".tmp", a.raw)
+    print("bench/runtime: wrote %s" % a.out, file=sys.stderr)
+    for f in failures:
+        print("bench/runtime: FAILURE: " + f, file=sys.stderr)
+    return 1 if failures else 0
+
+
 def services(a):
     """--services: the varying-shape services and the micro-benchmark under
     every allocator, a.reps interleaved repetitions, medians."""
@@ -327,18 +344,7 @@ def services(a):
         for f in failures:
             w("- " + f)
         w("")
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("\n".join(L) + "\n")
-    os.replace(tmp, a.out)
-    if a.raw:
-        with open(a.raw + ".tmp", "w") as f:
-            json.dump({"%s|%s" % k: v for k, v in runs.items()}, f, indent=1)
-        os.replace(a.raw + ".tmp", a.raw)
-    print("bench/runtime: wrote %s" % a.out, file=sys.stderr)
-    for f in failures:
-        print("bench/runtime: FAILURE: " + f, file=sys.stderr)
-    return 1 if failures else 0
+    return finish(a, L, runs, failures)
 
 
 def fmt_ratio(x, base):
@@ -580,18 +586,7 @@ def main():
         with open(notes) as f:
             L.append(f.read().rstrip("\n"))
         w("")
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("\n".join(L) + "\n")
-    os.replace(tmp, a.out)
-    if a.raw:
-        with open(a.raw + ".tmp", "w") as f:
-            json.dump({"%s|%s" % k: v for k, v in results.items()}, f, indent=1)
-        os.replace(a.raw + ".tmp", a.raw)
-    print("bench/runtime: wrote %s" % a.out, file=sys.stderr)
-    for f in failures:
-        print("bench/runtime: FAILURE: " + f, file=sys.stderr)
-    return 1 if failures else 0
+    return finish(a, L, results, failures)
 
 
 if __name__ == "__main__":

@@ -54,21 +54,14 @@ void mp_swap_joint_free(mp_swap_joint_t *j) {
     free(j);
 }
 
-/* The chain model's peak when everything is kept: the top of the DP's
- * ladder.  0 when the graph has no chain to speak of. */
+/* The chain model's peak when everything is kept, the top of the DP's
+ * ladder: every stage's values are live when the first pass ends, so it is
+ * the sum of all_bytes (as fit.c's ladder takes it).  0 without a chain. */
 static uint64_t keep_all_model(const mp_remat_t *r) {
     mp_chain_t c;
     if (mp_remat_chain(r, &c) != MP_OK) return 0;
-    uint64_t peak = 0, extra;
-    mp_chain_op_t *ops = malloc((2 * c.n + 1) * sizeof *ops);
-    if (ops) {
-        for (size_t i = 0; i < c.n; i++) {
-            ops[i] = (mp_chain_op_t){MP_CHAIN_FORWARD, i};
-            ops[c.n + i] = (mp_chain_op_t){MP_CHAIN_BACKWARD, c.n - 1 - i};
-        }
-        if (mp_chain_simulate(&c, ops, 2 * c.n, &peak, &extra) != MP_OK) peak = 0;
-    }
-    free(ops);
+    uint64_t peak = 0;
+    for (size_t i = 0; i < c.n; i++) peak += c.all_bytes[i];
     mp_chain_free(&c);
     return peak;
 }
