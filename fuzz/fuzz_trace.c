@@ -50,6 +50,9 @@ static void round_trip(const mp_trace_t *t) {
         FZ_CHECK(a[i].kind == b[i].kind && a[i].handle == b[i].handle && a[i].size == b[i].size &&
                      a[i].ns == b[i].ns && a[i].block == b[i].block && a[i].end == b[i].end,
                  "trace read back: events differ");
+    FZ_CHECK(mp_trace_op_count(t) == mp_trace_op_count(u), "trace read back: op count differs");
+    for (size_t k = 0; k < mp_trace_op_count(t); k++)
+        FZ_CHECK(!strcmp(mp_trace_op_name(t, k), mp_trace_op_name(u, k)), "trace read back: op names differ");
     mp_trace_free(u);
 }
 
@@ -65,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(fz_nul_only_in_comments(data, size, 1), "a NUL byte outside a comment was accepted");
     mp_trace_stats_t s;
     FZ_CHECK(mp_trace_stats(t, &s) == MP_OK, "mp_trace_stats failed");
-    FZ_CHECK(s.events == n && s.allocs + s.frees + s.reads + s.writes == n, "stats: counts");
+    FZ_CHECK(s.events == n && s.allocs + s.frees + s.reads + s.writes + s.ops == n, "stats: counts");
     FZ_CHECK(s.peak_bytes <= s.bytes && s.live_bytes <= s.peak_bytes, "stats: bytes");
     round_trip(t);
     mp_period_params_t pp[2];

@@ -28,16 +28,21 @@ extern "C" {
 /* ---- runtime: traces and iteration detection (src/runtime/) ----------
  * A trace is the list of memory events of a running program: allocations
  * (a handle the program chooses, e.g. the address, and a size), frees, and
- * optionally reads and writes of a block, each with an optional wall time.
- * The logical time of an event is its index in the trace (0, 1, 2, ...).
- * A block is live from its allocation event up to, not including, its free
- * event.  Text format: docs/trace-format.md. */
+ * optionally reads and writes of a block, each with an optional wall time,
+ * and optionally op boundaries: an op (a kernel) with its duration, owning
+ * the events after it up to the next boundary (the swap planner's timed
+ * iterations, mp_swap_iter_from_trace).  The logical time of an event is
+ * its index in the trace (0, 1, 2, ...), op boundaries included.  A block
+ * is live from its allocation event up to, not including, its free event.
+ * Text format: docs/trace-format.md. */
 
 typedef enum mp_event_kind {
     MP_EV_ALLOC = 0,
     MP_EV_FREE = 1,
     MP_EV_READ = 2,
-    MP_EV_WRITE = 3
+    MP_EV_WRITE = 3,
+    MP_EV_OP = 4      /* an op boundary: size = the op's duration in ns, block = its
+                         rank among the ops (mp_trace_op_name), handle and end 0 */
 } mp_event_kind;
 
 #define MP_TRACE_NO_NS UINT64_MAX   /* mp_event_t.ns when no wall time */
@@ -72,6 +77,16 @@ mp_status mp_trace_record_free(mp_trace_t *t, uint64_t handle, uint64_t ns);
 /* Records a read (write = 0) or write of a live handle (MP_EINVAL if not). */
 mp_status mp_trace_record_access(mp_trace_t *t, uint64_t handle, int write, uint64_t ns);
 
+/* Records an op boundary: an op of duration_ns nanoseconds begins; the
+ * events recorded after it, up to the next boundary, are its.  name may be
+ * NULL or "" (no name); it is copied.  MP_ENOMEM only. */
+mp_status mp_trace_record_op(mp_trace_t *t, uint64_t duration_ns, const char *name);
+/* The name of op k (event.block of an MP_EV_OP event), "" when unnamed,
+ * NULL past the last op; valid until the next record call. */
+const char *mp_trace_op_name(const mp_trace_t *t, size_t op);
+/* The number of op boundaries. */
+size_t mp_trace_op_count(const mp_trace_t *t);
+
 /* The events so far, *n of them; valid until the next record call. */
 const mp_event_t *mp_trace_events(const mp_trace_t *t, size_t *n);
 
@@ -91,7 +106,8 @@ mp_status mp_trace_records(const mp_trace_t *t, size_t from, size_t to, mp_buffe
                            size_t *n);
 
 typedef struct mp_trace_stats_t {
-    size_t events, allocs, frees, reads, writes;
+    size_t events, allocs, frees, reads, writes, ops;
+    uint64_t op_ns;        /* sum of the ops' durations (saturates at 2^64-1) */
     uint64_t bytes;        /* sum of allocated sizes */
     uint64_t peak_bytes;   /* max over logical time of live bytes */
     size_t peak_time;      /* first event index at which peak_bytes is live */

@@ -105,6 +105,39 @@ mp_status mp_swap_iter_from_graph(const mp_graph_t *g, const mp_swap_device_t *d
  * executor cannot run. */
 mp_status mp_swap_iter_measure(const mp_graph_t *train, size_t reps, mp_swap_iter_t *it);
 
+/* The timed iteration of a trace with op boundaries (memplan-trace/1 'o'
+ * lines, docs/trace-format.md): one op per boundary, timed by its
+ * duration, owning the events up to the next boundary; one variable per
+ * block some op accesses (reads, writes, and allocations inside an op,
+ * which are writes), named by its handle ("0x..."), numbered by handle;
+ * a block allocated before the first boundary and never freed is
+ * persistent.  Rules and why: src/swap/iter_trace.c.  MP_EINVAL when the
+ * trace has no op boundaries (a malloc/free trace: nothing says which op
+ * accesses what or for how long). */
+mp_status mp_swap_iter_from_trace(const mp_trace_t *t, mp_swap_iter_t *out);
+
+/* The trace of a timed iteration, which mp_swap_iter_from_trace reads
+ * back as the same iteration (variable names aside): handle 1 + v for
+ * variable v; persistent variables, and those first read, allocated before
+ * the first op; every other variable allocated in the op of its first
+ * access; non-persistent ones freed in the op of their last.  With
+ * mp_swap_iter_from_graph it is the "graph and device model" producer.
+ * *out: free with mp_trace_free.  MP_EINVAL for an invalid iteration. */
+mp_status mp_swap_iter_to_trace(const mp_swap_iter_t *it, mp_trace_t **out);
+
+/* The reference CPU executor records one training step of train as a
+ * trace (src/exec/exec_trace.c): parameters, gradients and inputs
+ * allocated before the first op (the executor's own allocations, their
+ * addresses the handles); every other tensor that owns memory malloc'ed
+ * right before the step that first writes it and freed after the step
+ * that last accesses it (the step's outputs stay); per step an op
+ * boundary named after the node, its reads and writes (a view's are its
+ * root's).  The step runs reps times (0: 3) and each op's duration is the
+ * median of its kernel times, as mp_swap_iter_measure's; the events are
+ * those of the last run.  *out: free with mp_trace_free.  MP_ENOTFOUND
+ * for an op the executor cannot run. */
+mp_status mp_swap_trace_record(const mp_graph_t *train, size_t reps, mp_trace_t **out);
+
 /* Checks the invariants above; MP_EINVAL naming the op or variable. */
 mp_status mp_swap_iter_validate(const mp_swap_iter_t *it);
 

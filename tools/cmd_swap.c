@@ -1,8 +1,9 @@
-/* cmd_swap.c -- `memplan swap GRAPH`: move what is not in use to host
+/* cmd_swap.c -- `memplan swap GRAPH|TRACE`: move what is not in use to host
  * memory and bring it back in time (zhang2019's AutoSwap; src/swap/,
  * include/memplan_swap.h).  Builds the training step of a graph (adding
- * the backward pass and a loss when it has none), times it on a device
- * model, and for one or every priority score selects the variables to swap
+ * the backward pass and a loss when it has none) and times it on a device
+ * model, or takes a trace with op boundaries and their times as it is
+ * (swap_trace.c), and for one or every priority score selects the variables to swap
  * in the chosen mode and simulates the plan on the link: peak load before
  * and after, what is swapped, stall and overhead.  Nothing is printed on
  * stdout before everything has been computed. */
@@ -13,10 +14,12 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: memplan swap [options] GRAPH.json[.gz]\n"
+    "usage: memplan swap [options] GRAPH.json[.gz]|TRACE\n"
     "\n"
     "Reads a memplan-graph/1 graph (a forward graph gets its backward pass and a\n"
-    "softmax cross-entropy loss), times its ops on a device model and swaps\n"
+    "softmax cross-entropy loss) and times its ops on a device model, or a\n"
+    "memplan-trace/1 trace with op boundaries ('o DURATION_NS [NAME]' lines, whose\n"
+    "times it keeps; docs/trace-format.md), and swaps\n"
     "variables to host memory between two accesses, prefetching them back before\n"
     "the next one (zhang2019 sec. IV).  Per priority score it prints the variables\n"
     "swapped, the peak memory load before and after (the load: bytes of the\n"
@@ -32,7 +35,7 @@ static const char help[] =
     "                        four combined) or all (default): one row each\n"
     "  --device NAME         op times: gtx1080ti (default), v100, h100, cpu (measured\n"
     "                        rates), or run (each op timed on the reference CPU\n"
-    "                        executor, median of 3 steps)\n"
+    "                        executor, median of 3 steps); GRAPH only\n"
     "  --link NAME           pcie3 (default), pcie4, pcie5, nvlink-c2c, measured, or\n"
     "                        BW,LAT (e.g. 12G,10us: bytes/s and latency both ways)\n"
     "  --min-size SIZE       candidates are at least this large (default 1MiB)\n"
@@ -50,6 +53,12 @@ static const char help[] =
     "                        graph): swap-only, recompute-only and joint plans at\n"
     "                        --limit, or along 12 limits from the plain step's peak\n"
     "                        down (score: --score, default swdoa)\n"
+    "  --write-trace FILE    write GRAPH's training step as a trace with op\n"
+    "                        boundaries (times from --device; with --device run\n"
+    "                        recorded on the reference executor: its mallocs,\n"
+    "                        frees, reads, writes and kernel times) and stop\n"
+    "\n"
+    "On a TRACE: --joint, --run, --device and --write-trace need a graph.\n"
     "\n"
     "Numbers and presets: docs/swap.md.  Exit status: 0 done, 2 bad usage, a bad\n"
     "graph, an unknown device or link, or a limit below load_min (the least load\n"
@@ -58,7 +67,8 @@ static const char help[] =
 static const char usage_line[] =
     "usage: memplan swap [--mode no-overhead|limit] [--limit SIZE] [--score NAME]\n"
     "                    [--device NAME] [--link NAME|BW,LAT] [--min-size SIZE] [--evals N]\n"
-    "                    [--seed N] [--json] [--joint] [--run] [--svg FILE] GRAPH\n"
+    "                    [--seed N] [--json] [--joint] [--run] [--svg FILE]\n"
+    "                    [--write-trace FILE] GRAPH|TRACE\n"
     "'memplan swap --help' describes the options.\n";
 
 static const char *const SCORES[] = {"doa", "aoa", "wdoa", "swdoa", "bo"};
@@ -68,10 +78,10 @@ static const char *score_name(size_t i) { return i < N_SCORES ? SCORES[i] : i ==
 static const char *mode_name(size_t i) { return i == 0 ? "no-overhead" : i == 1 ? "limit" : NULL; }
 
 typedef struct opts {
-    const char *path, *device, *link, *svg;
+    const char *path, *device, *link, *svg, *write_trace;
     mp_swap_select_opts_t sel;
     int score;                 /* -1: all */
-    bool json, has_limit, joint, run;
+    bool json, has_limit, joint, run, has_device, trace;
 } opts;
 
 typedef struct row {
@@ -125,7 +135,8 @@ static int option(opts *o, const char *a, const char *v) {
         if (a[2] == 'e') o->sel.bo_evals = (size_t)n;
         else o->sel.seed = n;
     } else if (!strcmp(a, "--svg")) o->svg = v;
-    else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--write-trace")) o->write_trace = v;
+    else if (!strcmp(a, "--device")) o->device = v, o->has_device = true;
     else if (!strcmp(a, "--link")) o->link = v;
     else return -2;
     return EXIT_OK;
@@ -162,7 +173,21 @@ static int parse(int argc, char **argv, opts *o) {
             o->path = a;
         }
     }
-    if (!o->path) return usage("give one graph file", NULL);
+    if (!o->path) return usage("give one graph or trace file", NULL);
+    o->trace = cli_sniff(o->path) == CLI_TRACE;
+    if (o->trace) {
+        const char *need = o->joint ? "--joint needs a graph (its recompute plans come from the graph's nodes)"
+                         : o->run ? "--run needs a graph (the executor runs the graph's nodes)"
+                         : o->has_device ? "--device needs a graph (a trace carries its own op times)"
+                         : o->write_trace ? "--write-trace needs a graph (this is a trace already)" : NULL;
+        if (need) return fprintf(stderr, "memplan swap: %s: %s\n", o->path, need), EXIT_INPUT;
+    }
+    if (o->write_trace && (o->joint || o->run || o->svg))
+        return usage("--write-trace writes the trace and stops: not with --joint, --run or --svg", NULL);
+    if (o->write_trace) {
+        cli_output out = {"--write-trace", o->write_trace};
+        if (cli_check_outputs(&o->path, 1, &out, 1)) return EXIT_INPUT;
+    }
     if (o->sel.mode == MP_SWAP_LIMIT && !o->has_limit) return usage("--mode limit needs --limit SIZE", NULL);
     if (o->svg && o->joint) return usage("--svg does not go with --joint", NULL);
     if (o->svg) {
@@ -256,7 +281,9 @@ static void print_text(const opts *o, const summary *s, const mp_swap_device_t *
     char h1[32], h2[32], h3[32];
     printf("%s: %zu ops, %zu variables, %zu candidates >= %s\n", s->model, s->ops, s->vars,
            s->candidates, cli_human(o->sel.min_size, h1, sizeof h1));
-    if (!strcmp(d->name, "run"))
+    if (!strcmp(d->name, "trace"))
+        printf("op times from the trace: %.3f ms of compute per iteration\n", (double)s->compute_ns / 1e6);
+    else if (!strcmp(d->name, "run"))
         printf("device run (op times measured on the reference executor): %.3f ms of compute per iteration\n",
                (double)s->compute_ns / 1e6);
     else
@@ -290,7 +317,7 @@ static void print_text(const opts *o, const summary *s, const mp_swap_device_t *
 
 static void print_json(const opts *o, const summary *s, const mp_swap_device_t *d,
                        const mp_swap_link_t *l, const row *r) {
-    printf("{\"graph\":");
+    printf("{\"input\":\"%s\",\"graph\":", o->trace ? "trace" : "graph");
     cli_json_string(o->path);
     printf(",\"model\":");
     cli_json_string(s->model);
@@ -336,15 +363,25 @@ int cmd_swap(int argc, char **argv) {
                                   o.sel.min_size, o.sel.limit, o.has_limit, o.json};
         return cli_swap_joint(&ja);
     }
-    mp_graph_t *train;
-    if ((rc = load_train(o.path, &train))) return rc;
+    mp_graph_t *train = NULL;
     mp_swap_iter_t it;
-    if (mp_swap_iter_from_graph(train, &dev, &it) != MP_OK) return mp_graph_free(train), fail();
-    if (measure) {
+    if (o.trace) {
+        snprintf(dev.name, sizeof dev.name, "trace");
+        if ((rc = cli_swap_trace_iter(o.path, &it))) return rc;
+    } else if ((rc = load_train(o.path, &train))) {
+        return rc;
+    } else if (o.write_trace) {
+        rc = cli_swap_write_trace(o.write_trace, train, &dev, measure, o.json);
+        mp_graph_free(train);
+        return rc;
+    } else if (mp_swap_iter_from_graph(train, &dev, &it) != MP_OK) {
+        return mp_graph_free(train), fail();
+    }
+    if (measure && !o.trace) {
         fprintf(stderr, "memplan swap: timing the step on the reference executor (3 runs)...\n");
         if (mp_swap_iter_measure(train, 3, &it) != MP_OK) return mp_swap_iter_free(&it), mp_graph_free(train), fail();
     }
-    summary s = {.model = *mp_graph_model_name(train) ? mp_graph_model_name(train) : o.path};
+    summary s = {.model = train && *mp_graph_model_name(train) ? mp_graph_model_name(train) : o.path};
     row r[N_SCORES] = {0};
     rc = summarise(&it, &o, &s);
     if (!rc) rc = run_scores(&it, &link, &o, r);

@@ -12,8 +12,10 @@ static const char help[] =
     "       memplan trace svg     [--json] [--title TEXT] -o OUT.svg TRACE\n"
     "\n"
     "Reads a trace (docs/trace-format.md: '# memplan-trace/1', then one event a\n"
-    "line: 'a HANDLE SIZE [NS]', 'f HANDLE [NS]', 'r|w HANDLE [NS]').\n"
-    "  stats    events, allocations, bytes, peak live bytes and when, live blocks\n"
+    "line: 'a HANDLE SIZE [NS]', 'f HANDLE [NS]', 'r|w HANDLE [NS]', and op\n"
+    "boundaries 'o DURATION_NS [NAME]' owning the events up to the next one).\n"
+    "  stats    events, allocations, bytes, peak live bytes and when, live blocks,\n"
+    "           ops and their total time\n"
     "  records  usage records (id,first,last,size; times are event indices) of the\n"
     "           whole trace, or with --iteration of one steady-state iteration\n"
     "           found by period detection (zhang2019 sec. V)\n"
@@ -127,10 +129,11 @@ int cmd_trace(int argc, char **argv) {
         if (json) {
             printf("{\"events\":%zu,\"allocs\":%zu,\"frees\":%zu,\"reads\":%zu,\"writes\":%zu,"
                    "\"bytes\":%llu,\"peak_bytes\":%llu,\"peak_time\":%zu,\"peak_blocks\":%zu,"
-                   "\"live_blocks\":%zu,\"live_bytes\":%llu}\n",
+                   "\"live_blocks\":%zu,\"live_bytes\":%llu,\"ops\":%zu,\"op_ns\":%llu}\n",
                    st.events, st.allocs, st.frees, st.reads, st.writes,
                    (unsigned long long)st.bytes, (unsigned long long)st.peak_bytes, st.peak_time,
-                   st.peak_blocks, st.live_blocks, (unsigned long long)st.live_bytes);
+                   st.peak_blocks, st.live_blocks, (unsigned long long)st.live_bytes, st.ops,
+                   (unsigned long long)st.op_ns);
         } else {
             printf("events                   %zu\n", st.events);
             printf("allocations              %zu\n", st.allocs);
@@ -144,6 +147,8 @@ int cmd_trace(int argc, char **argv) {
             printf("peak live blocks         %zu\n", st.peak_blocks);
             printf("live at end              %zu blocks, %llu bytes\n", st.live_blocks,
                    (unsigned long long)st.live_bytes);
+            if (st.ops)
+                printf("ops                      %zu, %.3f ms in all\n", st.ops, (double)st.op_ns / 1e6);
             if (st.ns_first != MP_TRACE_NO_NS)
                 printf("wall time                %.3f ms\n", (double)(st.ns_last - st.ns_first) / 1e6);
         }

@@ -97,6 +97,7 @@ int rp_from_trace(rp_report *r, const char *path) {
     char h[32], h2[32];
     rp_fact_add(r, "events", "%zu: %zu allocations, %zu frees, %zu reads, %zu writes", st.events,
                 st.allocs, st.frees, st.reads, st.writes);
+    if (st.ops) rp_fact_add(r, "ops", "%zu, %.3f ms in all", st.ops, (double)st.op_ns / 1e6);
     rp_fact_add(r, "peak", "%s live at event %zu (%zu blocks at most)",
                 cli_human(st.peak_bytes, h, sizeof h), st.peak_time, st.peak_blocks);
     rp_fact_add(r, "allocated in all", "%s", cli_human(st.bytes, h2, sizeof h2));

@@ -32,4 +32,14 @@ typedef struct cli_swap_run_row {
 int cli_swap_run(const mp_graph_t *train, const mp_swap_iter_t *it, const cli_swap_run_row *rows, size_t n_rows,
                  bool json);
 
+/* `memplan swap TRACE` (swap_trace.c): the timed iteration of a trace
+ * with op boundaries; errors printed, exit status as the command's. */
+int cli_swap_trace_iter(const char *path, mp_swap_iter_t *it);
+
+/* `memplan swap --write-trace OUT GRAPH` (swap_trace.c): the training
+ * step's trace, timed by dev, or recorded on the reference executor when
+ * measure; a line (or JSON object) saying what was written. */
+int cli_swap_write_trace(const char *out, const mp_graph_t *train, const mp_swap_device_t *dev, bool measure,
+                         bool json);
+
 #endif

@@ -9,7 +9,9 @@
  * their lifetimes match, and a stray read or write is one inserted symbol
  * rather than a change to every free after it); a read or write hashes
  * its kind and the block's size (not the distance, which grows every
- * iteration for blocks such as weights allocated before the loop).
+ * iteration for blocks such as weights allocated before the loop); an op
+ * boundary hashes its name (not its duration, which is measured and
+ * differs between iterations).
  *
  * 1. Candidates.  w = min(16, max(1, n/8)) symbols make a window; rolling
  *    hashes of all windows take O(n).  Eight anchors a are spread evenly
@@ -411,7 +413,15 @@ mp_status mp_period_find(const uint64_t *sym, size_t n, const mp_period_params_t
  * Two passes: s[i] first holds the number of allocations and frees before
  * event i, then, from the end (a free's allocation comes earlier, so its
  * count is still there), the symbol. */
-static void trace_symbols(const mp_event_t *ev, size_t n, uint64_t *s) {
+static uint64_t name_hash(const char *p) {   /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h;
+}
+
+/* An op boundary's symbol is its name's, never its duration: measured
+ * durations differ from iteration to iteration, names repeat. */
+static void trace_symbols(const mp_trace_t *t, const mp_event_t *ev, size_t n, uint64_t *s) {
     uint64_t af = 0;
     for (size_t i = 0; i < n; i++) {
         s[i] = af;
@@ -419,7 +429,8 @@ static void trace_symbols(const mp_event_t *ev, size_t n, uint64_t *s) {
     }
     for (size_t i = n; i-- > 0;) {
         const mp_event_t *e = &ev[i];
-        uint64_t x = mix(e->size) ^ (uint64_t)e->kind;
+        uint64_t x = e->kind == MP_EV_OP ? mix(name_hash(mp_trace_op_name(t, (size_t)e->block))) ^ 4
+                                         : mix(e->size) ^ (uint64_t)e->kind;
         if (e->kind == MP_EV_FREE) x = mix(x + mix(s[i] - s[e->block]));
         s[i] = mix(x);
     }
@@ -470,7 +481,7 @@ mp_status mp_period_detect(const mp_trace_t *t, const mp_period_params_t *params
     const mp_event_t *ev = mp_trace_events(t, &n);
     uint64_t *s = malloc((n ? n : 1) * sizeof *s);
     if (!s) return MP__NOMEM();
-    trace_symbols(ev, n, s);
+    trace_symbols(t, ev, n, s);
     result r;
     mp_status st = find(s, n, &pp, &r);
     if (st == MP_OK && r.iters) {

@@ -16,6 +16,8 @@
  * Text format (docs/trace-format.md): the header "# memplan-trace/1", then
  * one event per line, fields separated by spaces or tabs:
  *     a HANDLE SIZE [NS]     f HANDLE [NS]     r HANDLE [NS]     w HANDLE [NS]
+ *     o DURATION [NAME]      (an op boundary: the events after it, up to the
+ *                             next one, are the op's; NAME is the rest of the line)
  * Handles are decimal or 0x-hexadecimal; '#' lines and blank lines are
  * skipped, so is a UTF-8 byte order mark; a NUL byte is an error.  The
  * reader reports FILE:LINE: field 'NAME': what is wrong.
@@ -34,6 +36,11 @@ struct mp_trace_t {
     size_t *val;
     size_t slots, used;   /* slots: power of two */
     uint64_t total;       /* sum of allocated sizes */
+    /* op names: op k's is names + name_at[k] (NUL-terminated) */
+    char *names;
+    size_t names_len, names_cap;
+    size_t *name_at;
+    size_t n_ops, ops_cap;
 };
 
 /* ---- the live-handle table ------------------------------------------- */
@@ -113,6 +120,8 @@ void mp_trace_free(mp_trace_t *t) {
     free(t->ev);
     free(t->key);
     free(t->val);
+    free(t->names);
+    free(t->name_at);
     free(t);
 }
 
@@ -188,6 +197,27 @@ mp_status mp_trace_record_access(mp_trace_t *t, uint64_t handle, int write, uint
     return api_status(add(t, write ? MP_EV_WRITE : MP_EV_READ, handle, 0, ns, &other), handle);
 }
 
+mp_status mp_trace_record_op(mp_trace_t *t, uint64_t duration_ns, const char *name) {
+    if (!name) name = "";
+    size_t len = strlen(name);
+    if (mp__grow((void **)&t->ev, &t->cap, t->n + 1, sizeof *t->ev) ||
+        mp__grow((void **)&t->name_at, &t->ops_cap, t->n_ops + 1, sizeof *t->name_at) ||
+        mp__grow((void **)&t->names, &t->names_cap, t->names_len + len + 1, 1))
+        return MP__NOMEM();
+    t->name_at[t->n_ops] = t->names_len;
+    memcpy(t->names + t->names_len, name, len + 1);
+    t->names_len += len + 1;
+    t->ev[t->n++] = (mp_event_t){.handle = 0, .size = duration_ns, .ns = MP_TRACE_NO_NS,
+                                 .block = t->n_ops++, .end = 0, .kind = MP_EV_OP};
+    return MP_OK;
+}
+
+const char *mp_trace_op_name(const mp_trace_t *t, size_t op) {
+    return op < t->n_ops ? t->names + t->name_at[op] : NULL;
+}
+
+size_t mp_trace_op_count(const mp_trace_t *t) { return t->n_ops; }
+
 /* ---- the text format --------------------------------------------------- */
 
 #define TRACE_MAGIC "memplan-trace/"
@@ -247,9 +277,32 @@ static mp_status parse_header(const mp__lines *r, char *line) {
                    r->lineno, TRACE_HEADER);
 }
 
+/* An op boundary "o DURATION [NAME]" (line: after the kind): the name is
+ * the rest of the line, blanks around it removed, so it may hold spaces. */
+static mp_status parse_op(mp_trace_t *t, const mp__lines *r, char *line) {
+    line += strspn(line, " \t");
+    char *name = line + strcspn(line, " \t");
+    if (*name) *name++ = 0;
+    for (char *c = name; *c; c++)   /* as the writer writes them: one name, one line */
+        if (*c == '\r') *c = ' ';
+    name += strspn(name, " \t");
+    size_t len = strlen(name);
+    while (len && (name[len - 1] == ' ' || name[len - 1] == '\t')) name[--len] = 0;
+    char *f[2] = {line, name};
+    static const char *const names[] = {"duration", "name"};
+    mp_status s = mp__lines_nul(r, f, 2, names, 2);
+    if (s) return s;
+    if (!*line) return mp__err(MP_EPARSE, "%s:%zu: field 'duration': missing", r->path, r->lineno);
+    uint64_t ns;
+    if ((s = mp__parse_u64(r, "duration", line, &ns))) return s;
+    return mp_trace_record_op(t, ns, name);
+}
+
 /* Parses and records one event line; line_of[] maps event index -> line. */
 static mp_status parse_event(mp_trace_t *t, const mp__lines *r, char *line,
                              const size_t *line_of) {
+    char *p = line + strspn(line, " \t");
+    if (p[0] == 'o' && (p[1] == ' ' || p[1] == '\t' || !p[1])) return parse_op(t, r, p + 1);
     static const char *const alloc_names[] = {"kind", "handle", "size", "ns"};
     static const char *const other_names[] = {"kind", "handle", "ns"};
     char *f[5];
@@ -260,7 +313,7 @@ static mp_status parse_event(mp_trace_t *t, const mp__lines *r, char *line,
     if (s) return s;
     const char *kinds = "afrw";
     if (strlen(f[0]) != 1 || !strchr(kinds, f[0][0]))
-        return mp__err(MP_EPARSE, "%s:%zu: field 'kind': unknown event '%s' (expected a, f, r or w)",
+        return mp__err(MP_EPARSE, "%s:%zu: field 'kind': unknown event '%s' (expected a, f, r, w or o)",
                        r->path, r->lineno, f[0]);
     mp_event_kind kind = (mp_event_kind)(strchr(kinds, f[0][0]) - kinds);
     size_t need = kind == MP_EV_ALLOC ? 3 : 2;
@@ -341,6 +394,14 @@ mp_status mp_trace_write(const char *path, const mp_trace_t *t) {
     fprintf(o.f, "%s\n", TRACE_HEADER);
     for (size_t i = 0; i < t->n; i++) {
         const mp_event_t *e = &t->ev[i];
+        if (e->kind == MP_EV_OP) {
+            fprintf(o.f, "o %" PRIu64, e->size);
+            const char *name = mp_trace_op_name(t, (size_t)e->block);
+            if (*name) fputc(' ', o.f);
+            for (; *name; name++) fputc(*name == '\n' || *name == '\r' ? ' ' : *name, o.f);
+            fputc('\n', o.f);
+            continue;
+        }
         fprintf(o.f, "%c 0x%" PRIx64, kc[e->kind], e->handle);
         if (e->kind == MP_EV_ALLOC) fprintf(o.f, " %" PRIu64, e->size);
         if (e->ns != MP_TRACE_NO_NS) fprintf(o.f, " %" PRIu64, e->ns);
@@ -405,6 +466,10 @@ mp_status mp_trace_stats(const mp_trace_t *t, mp_trace_stats_t *st) {
             break;
         case MP_EV_READ: st->reads++; break;
         case MP_EV_WRITE: st->writes++; break;
+        case MP_EV_OP:
+            st->ops++;
+            st->op_ns = e->size > UINT64_MAX - st->op_ns ? UINT64_MAX : st->op_ns + e->size;
+            break;
         }
     }
     st->live_blocks = blocks;

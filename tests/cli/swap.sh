@@ -81,7 +81,7 @@ expect 2 "memplan swap: link 'x,1us': field 'bandwidth': 'x' is not a positive n
 expect 2 "memplan swap: unknown score 'wdao'; did you mean 'wdoa'?" swap --score wdao $G/mlp.json
 expect 2 "memplan swap: --mode limit needs --limit SIZE" swap --mode limit $G/mlp.json
 expect 2 "memplan swap: --limit needs --mode limit" swap --limit 1M $G/mlp.json
-expect 2 "memplan swap: give one graph file" swap
+expect 2 "memplan swap: give one graph or trace file" swap
 expect 2 "memplan swap: --limit 'lots': " swap --mode limit --limit lots $G/mlp.json
 expect 0 "usage: memplan swap [options] GRAPH.json[.gz]" swap --help
 expect 0 "usage: memplan swap [options] GRAPH.json[.gz]" help swap

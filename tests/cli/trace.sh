@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 expect 2 "trace/empty.trace:1: empty file, expected the header '# memplan-trace/1'" trace stats trace/empty.trace
 expect 2 "trace/noheader.trace:1: header: expected '# memplan-trace/1' as the first line" trace stats trace/noheader.trace
 expect 2 "trace/version.trace:1: header: unsupported version 'memplan-trace/2'" trace period trace/version.trace
-expect 2 "trace/kind.trace:3: field 'kind': unknown event 'q' (expected a, f, r or w)" trace stats trace/kind.trace
+expect 2 "trace/kind.trace:3: field 'kind': unknown event 'q' (expected a, f, r, w or o)" trace stats trace/kind.trace
 expect 2 "trace/size_text.trace:2: field 'size': 'ten' is not a non-negative integer" trace records trace/size_text.trace
 expect 2 "trace/live.trace:3: field 'handle': 0x10 is already live (allocated on line 2)" trace stats trace/live.trace
 expect 2 "trace/not_live.trace:2: field 'handle': 7 is not live" trace svg -o "$T/x.svg" trace/not_live.trace

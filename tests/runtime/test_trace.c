@@ -213,7 +213,7 @@ static void test_errors(void) {
     expect_error("version", "# memplan-trace/2\n",
                  "1: header: unsupported version 'memplan-trace/2' (this reader knows memplan-trace/1)");
     expect_error("kind", "# memplan-trace/1\na 1 10\nx 1\n",
-                 "3: field 'kind': unknown event 'x' (expected a, f, r or w)");
+                 "3: field 'kind': unknown event 'x' (expected a, f, r, w or o)");
     expect_error("nosize", "# memplan-trace/1\na 1\n", "2: field 'size': missing");
     expect_error("nohandle", "# memplan-trace/1\nf\n", "2: field 'handle': missing");
     expect_error("toolong", "# memplan-trace/1\na 1 10 5 6\n",
