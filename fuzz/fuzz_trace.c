@@ -6,7 +6,10 @@
  * looser parameters (the period's fields must be consistent: iterations
  * back to back, prefix + iterations + tail = the trace), the usage records
  * of the cleanest iteration and of the whole trace planned and checked,
- * and the memory-load picture. */
+ * and the memory-load picture.  A trace with op boundaries also becomes a
+ * timed iteration (mp_swap_iter_from_trace), which must validate, survive
+ * its own trace round trip (mp_swap_iter_to_trace) unchanged, and, when
+ * small, go through selection with a simulation that adds up. */
 #include "fuzz.h"
 
 #include <stdlib.h>
@@ -56,6 +59,54 @@ static void round_trip(const mp_trace_t *t) {
     mp_trace_free(u);
 }
 
+/* Selection simulates once per candidate prefix: larger iterations skip it. */
+enum { MAX_OPS = 300 };
+
+static int same_iter(const mp_swap_iter_t *a, const mp_swap_iter_t *b) {
+    int ok = a->n_ops == b->n_ops && a->n_vars == b->n_vars && a->n_access == b->n_access;
+    for (size_t v = 0; ok && v < a->n_vars; v++)
+        ok = a->var[v].size == b->var[v].size && a->var[v].persistent == b->var[v].persistent;
+    for (size_t j = 0; ok && j < a->n_ops; j++)
+        ok = a->op[j].ns == b->op[j].ns && a->op[j].n == b->op[j].n && !strcmp(a->op[j].name, b->op[j].name);
+    for (size_t k = 0; ok && k < a->n_access; k++)
+        ok = a->access[k].var == b->access[k].var && a->access[k].write == b->access[k].write;
+    return ok;
+}
+
+static void swap_iteration(const mp_trace_t *t) {
+    mp_swap_iter_t it, back;
+    mp_status st = mp_swap_iter_from_trace(t, &it);
+    if (!mp_trace_op_count(t)) {
+        FZ_CHECK(st == MP_EINVAL && it.n_ops == 0, "an iteration from a trace with no ops");
+        return;
+    }
+    if (st == MP_ENOMEM) return;
+    FZ_CHECK(st == MP_OK, "mp_swap_iter_from_trace refused a trace with ops");
+    FZ_CHECK(mp_swap_iter_validate(&it) == MP_OK, "a trace's iteration does not validate");
+    mp_trace_t *u = NULL;
+    st = mp_swap_iter_to_trace(&it, &u);
+    FZ_CHECK(st == MP_OK || st == MP_ENOMEM, "mp_swap_iter_to_trace failed");
+    if (st == MP_OK && mp_swap_iter_from_trace(u, &back) == MP_OK) {
+        FZ_CHECK(same_iter(&it, &back), "iteration -> trace -> iteration changed it");
+        mp_swap_iter_free(&back);
+    }
+    mp_trace_free(u);
+    mp_swap_link_t link;
+    mp_swap_link_preset("pcie3", &link);
+    mp_swap_select_opts_t o;
+    mp_swap_select_opts_default(&o);
+    o.min_size = 1, o.score = MP_SWAP_SWDOA;
+    mp_swap_plan_t plan = {0};
+    mp_swap_sim_t sim = {0};
+    if (it.n_ops <= MAX_OPS && mp_swap_select(&it, &link, &o, &plan, &sim) == MP_OK) {
+        FZ_CHECK(mp_swap_plan_validate(&it, &plan) == MP_OK, "a selected plan does not validate");
+        FZ_CHECK(sim.stall_ns == 0 && sim.peak <= sim.original_peak && sim.total_ns == sim.compute_ns,
+                 "no-overhead selection: the simulation does not add up");
+    }
+    mp_swap_plan_free(&plan), mp_swap_sim_free(&sim);
+    mp_swap_iter_free(&it);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FZ_MAX_INPUT) return 0;
     mp_trace_t *t = NULL;
@@ -87,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         mp_period_free(&p);
     }
     plan_window(t, 0, n);
+    swap_iteration(t);
     mp_trace_free(t);
     return 0;
 }
