@@ -5,7 +5,11 @@
  * A strategy decides the order; the placer decides where each buffer goes
  * once it is its turn.  It keeps the placed buffers in an interval index,
  * so placing buffer t costs O((k + 1) log n + k log k) for the k placed
- * buffers that conflict with t.  Not thread-safe; one placer per plan. */
+ * buffers that conflict with t; or, on dense traces (k in the hundreds and
+ * more), in the gap index of gapindex.c: a query merges O(log T) sets of
+ * address ranges (T time sections), O(log log T) per range passed, and
+ * placing adds t's range to O(log T) sets.
+ * Not thread-safe; one placer per plan. */
 #ifndef MEMPLAN_GAPFIT_H
 #define MEMPLAN_GAPFIT_H
 
@@ -27,6 +31,54 @@ typedef enum mp__gap_policy {
 typedef struct mp__gaphit {
     uint64_t off, end;
 } mp__gaphit;
+
+/* An address range [lo, hi). */
+typedef struct mp__span {
+    uint64_t lo, hi;
+} mp__span;
+
+/* A union of address ranges: disjoint, non-touching, by address. */
+typedef struct mp__spanset {
+    mp__span *s;
+    size_t len, cap;
+} mp__spanset;
+
+/* A set being merged: the start of its next range, that range, the end. */
+typedef struct mp__heapent {
+    uint64_t lo;
+    const mp__span *at, *end;
+} mp__heapent;
+
+/* The index of placed buffers for dense traces (gapindex.c): a segment
+ * tree over time sections whose nodes keep merged address ranges, so that
+ * the free ranges over a lifetime come out by address without a sort. */
+typedef struct mp__gapindex {
+    uint64_t *times;         /* distinct start times: section i starts at times[i] */
+    size_t nt, cap;          /* sections; leaves (a power of two >= nt) */
+    mp__spanset *own;        /* per node: buffers whose lifetime decomposes into it */
+    mp__spanset *below;      /* per node: buffers decomposing into it or under it */
+    mp__heapent *heap;       /* query scratch: the sets to merge */
+    size_t nq, heap_cap;
+    mp__span *gap;           /* the last query's free ranges, by address */
+    size_t n_gap, gap_cap;
+} mp__gapindex;
+
+/* Prepares an empty index over the start times first[0..n) (ascending). */
+mp_status mp__gapindex_init(mp__gapindex *x, const uint64_t *first, size_t n);
+void mp__gapindex_free(mp__gapindex *x);
+/* Records that [off, end) is taken over [first, last] (first one of the
+ * start times).  MP_ENOMEM only. */
+mp_status mp__gapindex_add(mp__gapindex *x, uint64_t first, uint64_t last, uint64_t off,
+                           uint64_t end);
+/* Fills x->gap[0..x->n_gap) with the free ranges over [first, last] below
+ * *top, the highest end taken over it (0 if none), lowest first.
+ * MP_ENOMEM only. */
+mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last, uint64_t *top);
+
+/* Which index the placer uses: 0 by the trace's density (the default),
+ * 1 always the interval tree plus sort, 2 always the gap index.  The plans
+ * are the same; tests set it to compare both with the oracles. */
+extern int mp__gapfit_index;
 
 /* A buffer as the placer reads it when placing it. */
 typedef struct mp__gapbuf {
@@ -51,6 +103,10 @@ typedef struct mp__gapfit {
     mp__gaphit *hit, *tmp;   /* the same conflicts by offset; sort scratch */
     size_t hit_cap, tmp_cap;
     uint64_t top;            /* pool top: max end of every placed buffer */
+    bool dense;              /* placing through `index` rather than `placed` */
+    mp__gapindex index;
+    mp__span *gap;           /* sparse path: the free ranges from the hits */
+    size_t gap_cap;
 } mp__gapfit;
 
 /* Prepares a placer for the normalized problem b[0..n).  Buffers are
