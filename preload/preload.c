@@ -368,9 +368,19 @@ static void *noted(void *p, size_t size) {
     return p;
 }
 
+/* A block for a request that goes to the arena, NULL: forward it. */
+static void *arena_alloc(size_t size) {
+    mp_arena_t *a = atomic_load_explicit(&arena, memory_order_acquire);
+    /* the replay that follows the plan: no errno to keep, nothing to
+     * register (a region block), no trim left to make */
+    void *p = a && atomic_load_explicit(&trim_phase, memory_order_relaxed) >= 2
+                  ? mp__arena_alloc_fast(a, size) : NULL;
+    return p ? p : big_alloc(size);
+}
+
 EXPORT void *malloc(size_t size) {
     if (!ready()) return boot_alloc(size, 16);
-    void *p = wants_arena(size, ARENA_ALIGN) ? big_alloc(size) : NULL;
+    void *p = wants_arena(size, ARENA_ALIGN) ? arena_alloc(size) : NULL;
     return noted(p ? p : mpp__real.malloc(size), size);
 }
 
@@ -379,6 +389,11 @@ EXPORT void free(void *p) {
     if (!p || is_boot(p)) return;
     if (!ready()) return;   /* only while dlsym runs on this thread: leak */
     if (recording()) mpp__rec_free(p);   /* before the address can be reused */
+    /* a live block of the current plan first: it is never registered, and
+     * the registry's filter is a cache miss */
+    mp_arena_t *a = region_arena(p);
+    if (a && atomic_load_explicit(&mode, memory_order_relaxed) == MODE_ON && mp__arena_free_fast(a, p))
+        return;
     if (mpp__reg_get(p, &n, 1)) {
         big_free(p);
         return;
@@ -393,7 +408,7 @@ EXPORT void *calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    void *p = wants_arena(count * size, ARENA_ALIGN) ? big_alloc(count * size) : NULL;
+    void *p = wants_arena(count * size, ARENA_ALIGN) ? arena_alloc(count * size) : NULL;
     if (p) return noted(memset(p, 0, count * size), count * size);
     return noted(mpp__real.calloc(count, size), count * size);
 }
@@ -440,7 +455,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     }
     void *p = NULL;
     if (align_ok(align) && align % sizeof(void *) == 0 && wants_arena(size, align))
-        p = big_alloc(size);
+        p = arena_alloc(size);
     if (p) {
         *out = p;
     } else {
@@ -453,7 +468,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 
 EXPORT void *aligned_alloc(size_t align, size_t size) {
     if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
-    void *p = align_ok(align) && wants_arena(size, align) ? big_alloc(size) : NULL;
+    void *p = align_ok(align) && wants_arena(size, align) ? arena_alloc(size) : NULL;
     if (p) return noted(p, size);
     if (mpp__real.aligned_alloc) return noted(mpp__real.aligned_alloc(align, size), size);
     return noted(mpp__real.memalign(align, size), size);
@@ -461,7 +476,7 @@ EXPORT void *aligned_alloc(size_t align, size_t size) {
 
 EXPORT void *memalign(size_t align, size_t size) {
     if (!ready()) return align_ok(align) ? boot_alloc(size, align) : NULL;
-    void *p = align_ok(align) && wants_arena(size, align) ? big_alloc(size) : NULL;
+    void *p = align_ok(align) && wants_arena(size, align) ? arena_alloc(size) : NULL;
     return noted(p ? p : mpp__real.memalign(align, size), size);
 }
 

@@ -14,12 +14,14 @@ static blk live[MAXLIVE];
 static size_t nlive;
 static uint64_t next_id = 1;
 long mp_canary_overlaps, mp_canary_bad;
+void *(*mp_canary_alloc_hook)(mp_arena_t *a, uint64_t size);
+int (*mp_canary_free_hook)(mp_arena_t *a, void *p);
 
 static unsigned char pat(uint64_t id, uint64_t k) { return (unsigned char)(id * 131 + k * 7 + 1); }
 
 uint64_t mp_canary_take(mp_arena_t *a, uint64_t size, void **ptr) {
-    void *p = NULL;
-    if (!MP_CHECK_OK(mp_arena_alloc(a, size, &p)) || !p) return 0;
+    void *p = mp_canary_alloc_hook ? mp_canary_alloc_hook(a, size) : NULL;
+    if (!p && (!MP_CHECK_OK(mp_arena_alloc(a, size, &p)) || !p)) return 0;
     unsigned char *c = p;
     for (size_t i = 0; i < nlive; i++)
         if (c < live[i].p + live[i].size && live[i].p < c + size) mp_canary_overlaps++;
@@ -39,7 +41,8 @@ void mp_canary_give(mp_arena_t *a, uint64_t id) {
                     mp_canary_bad++;
                     break;
                 }
-            MP_CHECK_OK(mp_arena_free(a, live[i].p));
+            if (!mp_canary_free_hook || !mp_canary_free_hook(a, live[i].p))
+                MP_CHECK_OK(mp_arena_free(a, live[i].p));
             live[i] = live[--nlive];
             return;
         }

@@ -32,4 +32,10 @@ void mp_canary_check_counts(mp_arena_t *a);
 /* Forgets every live block (after mp_arena_free_all or destroy). */
 void mp_canary_forget(void);
 
+/* Entry points tried first when set (the preload's fast path): an
+ * allocation hook returning NULL, or a free hook returning 0, falls back
+ * to mp_arena_alloc / mp_arena_free. */
+extern void *(*mp_canary_alloc_hook)(mp_arena_t *a, uint64_t size);
+extern int (*mp_canary_free_hook)(mp_arena_t *a, void *p);
+
 #endif

@@ -1,7 +1,8 @@
 /* arena.c -- the replay arena: profile-guided allocation at run time
  * (sekiyama2018 sec. 4.2-4.3, zhang2019 sec. V).  This file holds the
- * entry points, the lock and the replay path; learning is in
- * arena_learn.c, one plan's layout in arena_plan.c.
+ * replay path, allocations and frees; creation, the lock's slow side and
+ * the other entry points are in arena_api.c, learning in arena_learn.c,
+ * one plan's layout in arena_plan.c.
  *
  * Learning.  Every request (except those below min_block or between
  * interrupt and resume) goes to the backing allocator and is recorded in a
@@ -83,51 +84,8 @@
 #define _GNU_SOURCE
 #include "arena_internal.h"
 
-#include <linux/membarrier.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-/* ---- the lock ----------------------------------------------------------------- */
-
-static bool membarrier_ready(void) {
-    static _Atomic int ok = -1;   /* -1: not asked yet */
-    int v = atomic_load(&ok);
-    if (v < 0) {
-        long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
-        v = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-            syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-        atomic_store(&ok, v);
-    }
-    return v == 1;
-}
-
-bool mp__arena_lock(mp_arena_t *a) {
-    if (!atomic_load_explicit(&a->shared, memory_order_relaxed) &&
-        pthread_equal(a->owner, pthread_self())) {
-        atomic_store_explicit(&a->in_fast, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);   /* the other side runs membarrier */
-        if (!atomic_load_explicit(&a->shared, memory_order_relaxed)) {
-            atomic_thread_fence(memory_order_acquire);
-            return true;
-        }
-        atomic_store_explicit(&a->in_fast, 0, memory_order_release);
-    }
-    pthread_mutex_lock(&a->mu);
-    if (!atomic_load_explicit(&a->shared, memory_order_relaxed)) {
-        atomic_store(&a->shared, 1);
-        (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
-        while (atomic_load_explicit(&a->in_fast, memory_order_acquire)) sched_yield();
-    }
-    return false;
-}
-
-void mp__arena_unlock(mp_arena_t *a, bool fast) {
-    if (fast) atomic_store_explicit(&a->in_fast, 0, memory_order_release);
-    else pthread_mutex_unlock(&a->mu);
-}
 
 void mp__arena_publish(mp_arena_t *a) {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -145,9 +103,21 @@ void mp__arena_publish(mp_arena_t *a) {
 
 /* True when [o, o + e) meets a live block of plan p other than slot s's
  * (s's own is the busy check), or a stale block. */
-static bool overlaps(const mp_arena_t *a, const aplan *p, size_t s, uint64_t o, uint64_t e) {
+static inline bool overlaps(const mp_arena_t *a, const aplan *p, size_t s, uint64_t o, uint64_t e) {
     const alayout *L = &p->L;
-    if (L->cword) {
+    if (__builtin_expect(L->dmask != NULL, 1)) {
+        /* the same number of words for every slot: a loop the branch
+         * predictor learns, exits taken only on a live conflict */
+        const uint64_t *dm = L->dmask + s * L->words;
+        for (size_t w = 0; w < L->words; w++) {
+            uint64_t x = p->lbits[w] & dm[w];
+            while (x) {   /* live conflicting slots: in a replay that follows the plan, none */
+                size_t t = w * 64 + (size_t)__builtin_ctzll(x);
+                if (L->off[t] < o + e && p->live_end[t] > o) return true;
+                x &= x - 1;
+            }
+        }
+    } else if (L->cword) {
         for (uint32_t k = L->cstart[s]; k < L->cstart[s + 1]; k++) {
             uint64_t x = p->lbits[L->cword[k]] & L->cmask[k];
             while (x) {   /* live conflicting slots: in a replay that follows the plan, none */
@@ -156,26 +126,28 @@ static bool overlaps(const mp_arena_t *a, const aplan *p, size_t s, uint64_t o, 
                 x &= x - 1;
             }
         }
-    } else {
-        for (size_t k = 0; k < p->nlive; k++) {
-            size_t t = p->lv[k];
+    } else {   /* no conflict lists: every live slot */
+        for (size_t t = mp__aplan_next_live(p, 0); t != SIZE_MAX; t = mp__aplan_next_live(p, t + 1))
             if (L->off[t] < o + e && p->live_end[t] > o) return true;
-        }
     }
     for (size_t k = 0; k < a->n_stale; k++)
         if (a->stale[k].off < o + e && a->stale[k].end > o) return true;
     return false;
 }
 
-/* Counts one replayed request (miss: it fell back as unforeseen, overlap
- * or too large) and closes the window after m of them. */
-static void watch(mp_arena_t *a, size_t m, bool miss) {
-    if (!a->opt.relearn_after || a->trace) return;
-    a->win_miss += miss;
-    if (++a->win_reqs < m) return;
+/* Closes the window of m replayed requests (see watch). */
+static void window_end(mp_arena_t *a) {
     a->bad_windows = 2 * a->win_miss > a->win_reqs ? a->bad_windows + 1 : 0;
     a->win_reqs = a->win_miss = 0;
     if (a->bad_windows >= a->opt.relearn_after) mp__arena_relearn(a);
+}
+
+/* Counts one replayed request (miss: it fell back as unforeseen, overlap
+ * or too large) and closes the window after m of them. */
+static inline void watch(mp_arena_t *a, size_t m, bool miss) {
+    if (!a->opt.relearn_after || a->trace) return;
+    a->win_miss += miss;
+    if (++a->win_reqs >= m) window_end(a);
 }
 
 static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out);
@@ -194,6 +166,49 @@ static mp_status replay(mp_arena_t *a, uint64_t size, void **out) {
     return replay_slot(a, size, out);
 }
 
+/* Slot s of plan p takes [o, o + ext) of the region for a request of
+ * size bytes (every check passed). */
+static inline void *take(mp_arena_t *a, aplan *p, size_t s, uint64_t o, uint64_t ext, uint64_t size) {
+    p->live_end[s] = o + ext;
+    p->live_req[s] = size;
+    p->lbits[s / 64] |= (uint64_t)1 << (s % 64);
+    p->nlive++;
+    p->L.gtab[p->L.gix[s]].own = (uint32_t)s + 1;
+    mp__arena_live_add(a, size);
+    a->st.served_arena++;
+    return a->base + o;
+}
+
+/* True when slot s of plan p can serve a request of size bytes, aligned
+ * to ext, at o: the deviation rule (docs/arena.md).  Cross slots have
+ * planned size 0; with no region, region is 0. */
+static inline bool fits(const mp_arena_t *a, const aplan *p, size_t s, uint64_t o, uint64_t ext,
+                        uint64_t size) {
+    return size <= p->L.psize[s] && !p->live_end[s] && o + ext <= a->region &&
+           !overlaps(a, p, s, o, ext);
+}
+
+/* The replay that follows the plan, when nothing calls for the general
+ * path (replay_slot): one plan, no trace, no interrupt, no re-plan due, no
+ * window of watch() closing.  Serves slot pos and counts the request, or
+ * returns NULL and changes nothing.  It calls nothing outside this file,
+ * so it neither allocates nor touches errno. */
+static inline void *hit(mp_arena_t *a, uint64_t size) {
+    aplan *p = a->cur;
+    if (!a->gate || size < a->opt.min_block) return NULL;
+    size_t s = a->pos;
+    if ((s == 0 && p->replan) || (a->opt.relearn_after && a->win_reqs + 1 >= p->m)) return NULL;
+    uint64_t o = p->L.off[s], ext = mp__align_up(size, a->opt.align);
+    if (!fits(a, p, s, o, ext, size)) return NULL;
+    if (++a->pos == p->m) {
+        a->pos = 0;
+        a->st.iterations++;
+    }
+    if (a->opt.relearn_after) a->win_reqs++;
+    a->st.requests++;
+    return take(a, p, s, o, ext, size);
+}
+
 /* Serves slot pos of the current plan, or a counted fallback. */
 static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out) {
     aplan *p = a->cur;
@@ -209,9 +224,19 @@ static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out) {
         a->st.iterations++;
         if (a->multi) a->cur = NULL;   /* the next request chooses */
     }
-    uint64_t *why;
     const alayout *L = &p->L;
     uint64_t o = L->off[s], ext = mp__align_up(size, a->opt.align);
+    if (fits(a, p, s, o, ext, size)) {
+        *out = take(a, p, s, o, ext, size);
+        if (a->multi) p->stamp[s] = (uint32_t)a->seg_gen;
+        if (a->trace) {
+            p->live_tr[s] = 1;
+            mp__arena_trace_step(a, *out, size);
+        }
+        watch(a, m, false);
+        return MP_OK;
+    }
+    uint64_t *why;
     if (o == CROSS) {
         why = &a->st.fb_cross;
     } else if (size > L->psize[s]) {
@@ -220,25 +245,8 @@ static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out) {
         why = &a->st.fb_too_large;
     } else if (!a->base || p->live_end[s]) {
         why = &a->st.fb_unforeseen;
-    } else if (o + ext > a->region || overlaps(a, p, s, o, ext)) {
-        why = &a->st.fb_overlap;
     } else {
-        p->live_end[s] = o + ext;
-        p->live_req[s] = size;
-        p->lbits[s / 64] |= (uint64_t)1 << (s % 64);
-        p->lvpos[s] = (uint32_t)p->nlive;
-        p->lv[p->nlive++] = (uint32_t)s;
-        L->gown[L->grp[s]] = (uint32_t)s + 1;
-        p->stamp[s] = (uint32_t)a->seg_gen;
-        mp__arena_live_add(a, size);
-        a->st.served_arena++;
-        *out = a->base + o;
-        if (a->trace) {
-            p->live_tr[s] = 1;
-            mp__arena_trace_step(a, *out, size);
-        }
-        watch(a, m, false);
-        return MP_OK;
+        why = &a->st.fb_overlap;
     }
     mp_status st = mp__arena_forward(a, size, a->trace ? K_TRACED : K_FORWARD, out);
     if (st == MP_OK) {
@@ -247,71 +255,6 @@ static mp_status replay_slot(mp_arena_t *a, uint64_t size, void **out) {
         watch(a, m, why != &a->st.fb_cross);
     }
     return st;
-}
-
-/* ---- public entry points --------------------------------------------------- */
-
-void mp_arena_options_default(mp_arena_options_t *opt) {
-    memset(opt, 0, sizeof *opt);
-    opt->align = 64;
-    opt->strategy = "auto";
-    opt->warmup_iterations = 2;
-    opt->max_edits = 2;
-    opt->max_learn_events = DEFAULT_MAX_LEARN;
-    opt->relearn_after = 4;
-    opt->max_patterns = MAX_PATTERNS;
-}
-
-const char *mp_arena_state_name(mp_arena_state s) {
-    switch (s) {
-    case MP_ARENA_LEARNING: return "learning";
-    case MP_ARENA_REPLAYING: return "replaying";
-    case MP_ARENA_PASSTHROUGH: return "passthrough";
-    }
-    return "unknown";
-}
-
-mp_status mp_arena_create(const mp_arena_options_t *opt, mp_arena_t **out) {
-    *out = NULL;
-    mp_arena_options_t o;
-    mp_arena_options_default(&o);
-    if (opt) o = *opt;
-    if (!o.strategy) o.strategy = "auto";
-    if (o.align == 0) o.align = 64;
-    if (o.align & (o.align - 1))
-        return mp__err(MP_EINVAL, "arena alignment %llu is not a power of two",
-                       (unsigned long long)o.align);
-    if (strlen(o.strategy) >= 64 || !mp_strategy_find(o.strategy))
-        return mp__err(MP_ENOTFOUND, "unknown strategy '%s'", o.strategy);
-    if (!o.backing_alloc || (!o.backing_free && !o.backing_free_sized)) {
-        o.backing_alloc = mp__arena_libc_alloc;
-        o.backing_free = mp__arena_libc_free;
-        o.backing_free_sized = NULL;
-    }
-    if (!o.max_learn_events) o.max_learn_events = DEFAULT_MAX_LEARN;
-    if (!o.max_patterns || o.max_patterns > MAX_PATTERNS) o.max_patterns = MAX_PATTERNS;
-    mp_arena_t *a = calloc(1, sizeof *a);
-    if (!a) return MP__NOMEM();
-    a->opt = o;
-    strcpy(a->strategy, o.strategy);
-    a->opt.strategy = a->strategy;
-    a->next_check = 64;
-    a->owner = pthread_self();
-    atomic_init(&a->shared, membarrier_ready() ? 0 : 1);
-    atomic_init(&a->in_fast, 0);
-    atomic_init(&a->env_lo, UINTPTR_MAX);
-    atomic_init(&a->env_hi, 0);
-    if (pthread_mutex_init(&a->mu, NULL) != 0) {
-        free(a);
-        return MP__NOMEM();
-    }
-    if (mp_trace_create(&a->trace) != MP_OK) {
-        pthread_mutex_destroy(&a->mu);
-        free(a);
-        return MP__NOMEM();
-    }
-    *out = a;
-    return MP_OK;
 }
 
 mp_status mp_arena_alloc(mp_arena_t *a, uint64_t size, void **out) {
@@ -324,6 +267,13 @@ mp_status mp__arena_alloc_ex(mp_arena_t *a, uint64_t size, void **out, bool *in_
     if (size > UINT64_MAX - a->opt.align)
         return mp__err(MP_EOVERFLOW, "arena request of %llu bytes", (unsigned long long)size);
     bool fast = mp__arena_lock(a);
+    void *q = hit(a, size);
+    if (q) {
+        *out = q;
+        if (in_region) *in_region = true;
+        mp__arena_unlock(a, fast);
+        return MP_OK;
+    }
     a->st.requests++;
     mp_status st;
     if (size < a->opt.min_block) {
@@ -343,25 +293,34 @@ mp_status mp__arena_alloc_ex(mp_arena_t *a, uint64_t size, void **out, bool *in_
     if (in_region)
         *in_region = st == MP_OK && a->base && (uintptr_t)*out >= (uintptr_t)a->base &&
                      (uintptr_t)*out - (uintptr_t)a->base < a->region;
-    mp__arena_unlock(a, fast);
+    mp__arena_unlock_slow(a, fast);
     return st;
+}
+
+/* The slot of plan p whose live block starts at offset o, or SIZE_MAX:
+ * first the learned order of frees (usually right), then the table. */
+static inline size_t region_slot(aplan *p, uint64_t o) {
+    size_t s = p->fexp;
+    if (s >= p->m || !p->live_end[s] || p->L.off[s] != o) s = mp__aplan_owner(p, o);
+    return s;
+}
+
+/* Frees slot s of plan p, whose block is at ptr. */
+static inline void free_slot(mp_arena_t *a, aplan *p, size_t s) {
+    p->fexp = p->L.fnext[s];
+    mp__aplan_unlive(p, s);
+    mp__arena_live_sub(a, p->live_req[s]);
+    a->st.frees++;
 }
 
 /* Frees a pointer in the current region; false if it is not a live block start. */
 static bool free_region(mp_arena_t *a, uintptr_t ptr) {
     uint64_t o = (uint64_t)(ptr - (uintptr_t)a->base);
     aplan *p = a->last;
-    size_t s = p ? mp__aplan_owner(p, o) : SIZE_MAX;
+    size_t s = p ? region_slot(p, o) : SIZE_MAX;
     if (s != SIZE_MAX) {
-        uint32_t k = p->lvpos[s];
-        p->lv[k] = p->lv[--p->nlive];
-        p->lvpos[p->lv[k]] = k;
-        p->live_end[s] = 0;
-        p->lbits[s / 64] &= ~((uint64_t)1 << (s % 64));
-        p->L.gown[p->L.grp[s]] = 0;
         if (p->live_tr[s] && a->trace) (void)mp_trace_record_free(a->trace, ptr, MP_TRACE_NO_NS);
-        p->live_tr[s] = 0;
-        mp__arena_live_sub(a, p->live_req[s]);
+        free_slot(a, p, s);
         if (a->multi) mp__arena_note_free(a, ptr, p, s, 0);
         return true;
     }
@@ -371,6 +330,7 @@ static bool free_region(mp_arena_t *a, uintptr_t ptr) {
             a->stale[k] = a->stale[--a->n_stale];
             if (b.tr && a->trace) (void)mp_trace_record_free(a->trace, ptr, MP_TRACE_NO_NS);
             mp__arena_live_sub(a, b.req);
+            a->st.frees++;
             if (a->multi) mp__arena_note_free(a, ptr, NULL, 0, 0);
             return true;
         }
@@ -417,7 +377,7 @@ int mp__arena_block_size(mp_arena_t *a, const void *ptr, uint64_t *size) {
         size_t i = mp__atab_find(a, p);
         if (a->tab[i].p) found = 1, *size = a->tab[i].size;
     }
-    mp__arena_unlock(a, fast);
+    mp__arena_unlock_slow(a, fast);
     return found;
 }
 
@@ -431,112 +391,33 @@ mp_status mp_arena_free(mp_arena_t *a, void *ptr) {
     } else {
         size_t i = a->slots ? mp__atab_find(a, p) : 0;
         if (!a->slots || !a->tab[i].p) st = mp__err(MP_EINVAL, "free of %p: not from this arena", ptr);
-        else free_entry(a, i);
+        else free_entry(a, i), a->st.frees++;
     }
-    if (st == MP_OK) a->st.frees++;
-    mp__arena_unlock(a, fast);
+    mp__arena_unlock_slow(a, fast);
     return st;
 }
 
-void mp_arena_interrupt(mp_arena_t *a) {
+void *mp__arena_alloc_fast(mp_arena_t *a, uint64_t size) {
     bool fast = mp__arena_lock(a);
-    a->interrupted++;
+    void *q = hit(a, size);
     mp__arena_unlock(a, fast);
+    return q;
 }
 
-mp_status mp_arena_resume(mp_arena_t *a) {
-    mp_status st = MP_OK;
+bool mp__arena_free_fast(mp_arena_t *a, const void *ptr) {
+    uintptr_t p = (uintptr_t)ptr;
+    bool done = false;
     bool fast = mp__arena_lock(a);
-    if (a->interrupted) a->interrupted--;
-    else st = mp__err(MP_EINVAL, "mp_arena_resume without mp_arena_interrupt");
-    mp__arena_unlock(a, fast);
-    return st;
-}
-
-void mp_arena_mark_iteration(mp_arena_t *a) {
-    bool fast = mp__arena_lock(a);
-    if (a->state == MP_ARENA_REPLAYING && a->cur && a->pos != 0) {
-        a->pos = 0;
-        a->st.iterations++;
-    }
-    if (a->multi) mp__arena_seg_abandon(a);
-    mp__arena_unlock(a, fast);
-}
-
-/* Releases every live block; counts them as released. */
-static void release_all(mp_arena_t *a) {
-    a->st.released_blocks += a->st.live_blocks;
-    a->st.released_bytes += a->st.live_bytes;
-    for (size_t i = 0; i < a->slots; i++)
-        if (a->tab[i].p && !(a->tab[i].kind & K_RETIRED))
-            mp__arena_back_free(a, (void *)a->tab[i].p, a->tab[i].size);
-    memset(a->tab, 0, a->slots * sizeof *a->tab);
-    a->used = 0;
-    for (size_t r = 0; r < a->n_ret; r++) mp__arena_back_free(a, a->ret[r].base, a->ret[r].size);
-    a->n_ret = 0;
-    a->st.retired_regions = 0;
-    for (size_t i = 0; i < a->npl; i++) {
-        aplan *p = a->pl[i];
-        for (size_t k = 0; k < p->nlive; k++) {
-            size_t s = p->lv[k];
-            p->live_end[s] = 0;
-            p->live_tr[s] = 0;
-            p->L.gown[p->L.grp[s]] = 0;
+    aplan *pl = a->last;
+    if (a->base && p >= (uintptr_t)a->base && p - (uintptr_t)a->base < a->region && pl &&
+        !a->trace && !a->multi) {
+        size_t s = region_slot(pl, (uint64_t)(p - (uintptr_t)a->base));
+        if (s != SIZE_MAX) {
+            free_slot(a, pl, s);
+            done = true;
         }
-        memset(p->lbits, 0, (p->m + 63) / 64 * sizeof *p->lbits);
-        p->nlive = 0;
     }
-    a->n_stale = 0;
-    a->st.live_blocks = 0;
-    a->st.live_bytes = 0;
-    a->win_reqs = a->win_miss = a->bad_windows = 0;
-    mp__arena_seg_abandon(a);
-    if (a->trace) {   /* the trace's live handles are gone: start learning afresh */
-        mp_trace_free(a->trace);
-        a->trace = NULL;
-        a->next_check = 64;
-        if (mp_trace_create(&a->trace) != MP_OK && a->state == MP_ARENA_LEARNING)
-            a->state = MP_ARENA_PASSTHROUGH;   /* relearning just stops */
-    }
-    a->pos = 0;
-    if (a->multi) a->cur = NULL;
-    mp__arena_publish(a);
+    mp__arena_unlock_slow(a, fast);
+    return done;
 }
 
-void mp_arena_free_all(mp_arena_t *a) {
-    bool fast = mp__arena_lock(a);
-    release_all(a);
-    mp__arena_unlock(a, fast);
-}
-
-static void snapshot(const mp_arena_t *a, mp_arena_stats_t *out) {
-    *out = a->st;
-    out->state = a->state;
-    out->replan_pending = a->cur && a->cur->replan;
-    out->position = a->pos;
-    out->patterns = a->npl;
-}
-
-void mp_arena_stats(mp_arena_t *a, mp_arena_stats_t *out) {
-    bool fast = mp__arena_lock(a);
-    snapshot(a, out);
-    mp__arena_unlock(a, fast);
-}
-
-void mp_arena_destroy(mp_arena_t *a, mp_arena_stats_t *final) {
-    if (!a) return;
-    bool fast = mp__arena_lock(a);
-    release_all(a);
-    if (a->base) mp__arena_back_free(a, a->base, a->region);
-    a->base = NULL;
-    a->region = 0;
-    mp__arena_unlock(a, fast);
-    if (final) snapshot(a, final);
-    mp_trace_free(a->trace);
-    mp__arena_drop_all(a);
-    free(a->tab);
-    free(a->ret);
-    free(a->stale);
-    pthread_mutex_destroy(&a->mu);
-    free(a);
-}

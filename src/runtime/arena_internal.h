@@ -15,6 +15,7 @@
 #define DEFAULT_MAX_LEARN ((size_t)1 << 22)
 #define MAX_PATTERNS 16           /* plans kept at once (several iteration patterns) */
 #define SIG_MAX 8                 /* request sizes a pattern is recognised from */
+#define DENSE_SLOTS 512           /* up to this many slots, dense conflict masks */
 
 /* kinds of table entries; K_TRACED is a flag: the block is in the trace;
  * K_SEG: allocated inside an unmatched iteration (arena_learn.c) */
@@ -37,6 +38,14 @@ typedef struct ablk {   /* a live region block placed by an earlier plan */
     int tr;
 } ablk;
 
+/* One distinct offset of a layout and the slot whose live block starts
+ * there (two live blocks never start at one offset: they would overlap). */
+typedef struct agrp {
+    uint64_t key;       /* the offset */
+    uint32_t own;       /* slot + 1 of the live block there, 0: none */
+    uint32_t used;      /* 1: the entry holds an offset */
+} agrp;
+
 /* Where a plan puts its slots (arena_plan.c): rebuilt as a whole by each
  * planning, swapped in only when every step succeeded. */
 typedef struct alayout {
@@ -45,10 +54,14 @@ typedef struct alayout {
     uint32_t *cstart;   /* slot s's conflict words: [cstart[s], cstart[s+1]) */
     uint32_t *cword;    /* word index into the live bitset; NULL: scan the live list */
     uint64_t *cmask;    /* slots of that word whose planned ranges meet s's */
-    uint32_t *grp;      /* offset group of each placed slot */
-    uint32_t *gown;     /* per group: slot + 1 of the live block there, 0: none */
-    uint64_t *gkey;     /* open addressing: offset -> group + 1 in gval */
-    uint32_t *gval;
+    uint64_t *dmask;    /* m <= DENSE_SLOTS: slot s's conflicts as whole words,
+                         * [s * words, (s + 1) * words) (a fixed-length check) */
+    size_t words;       /* words of the live bitset, (m + 63) / 64 */
+    uint32_t *fnext;    /* per placed slot: the slot whose block the learned
+                         * iteration freed next (the free path's guess) */
+    uint32_t ffirst;    /* the first freed in the learned iteration */
+    agrp *gtab;         /* open addressing: the distinct offsets (offset groups) */
+    uint32_t *gix;      /* index in gtab of each placed slot's offset */
     size_t ngrp, gmask, nplaced;
     uint64_t footprint, lower_bound;
 } alayout;
@@ -63,9 +76,9 @@ typedef struct aplan {
     uint64_t *live_req; /* its requested size */
     unsigned char *live_tr;   /* 1: that block is in the (relearning) trace */
     uint64_t *lbits;    /* live slots as a bitset */
-    uint32_t *lv, *lvpos;     /* the live slots, dense, and each one's index there */
     uint32_t *stamp;    /* multi-pattern: generation of the iteration that took the slot */
-    size_t nlive;
+    size_t nlive;       /* live slots (bits set in lbits) */
+    size_t fexp;        /* the slot expected to be freed next (L.fnext) */
     size_t sigk;        /* sizes compared to recognise it (multi-pattern) */
     bool replan;
     uint64_t hash;      /* pattern hash (multi-pattern) */
@@ -76,10 +89,12 @@ struct mp_arena_t {
     _Atomic int shared;         /* 1: every call takes mu (a second thread came) */
     _Atomic int in_fast;        /* the owner thread is inside a call without mu */
     pthread_t owner;
+    uintptr_t owner_tp;         /* the owner's thread pointer (arena.c, is_owner) */
     _Atomic uintptr_t env_lo, env_hi;   /* spans the current and retired regions */
     mp_arena_options_t opt;
     char strategy[64];
     mp_arena_state state;
+    bool gate;                  /* replaying one plan, no trace, no interrupt (arena.c, hit) */
     size_t interrupted;
     mp_trace_t *trace;          /* while learning or relearning */
     size_t next_check;
@@ -112,6 +127,8 @@ struct mp_arena_t {
     size_t seg_reqs;            /* requests of the iteration so far */
     size_t longest;             /* requests of the longest plan */
     uint64_t seg_gen;           /* the iteration's generation (table kind, stamps) */
+    size_t orphans;             /* live blocks of an iteration cut unlearned (arena_pattern.c) */
+    uint64_t orphan_gen;        /* its generation */
     aplan *cand[MAX_PATTERNS];  /* patterns seen once, not laid out (newest first) */
     size_t ncand;
     mp_arena_stats_t st;
@@ -167,20 +184,41 @@ mp_status mp__aplan_solve(const mp_arena_t *a, const aplan *p, alayout *L);
 /* Installs L in p (p must have no live block); frees the old layout. */
 void mp__aplan_install(aplan *p, alayout *L);
 void mp__alayout_free(alayout *L);
-/* Slot of the live block starting at offset o, or SIZE_MAX: O(1) expected. */
-static inline size_t mp__aplan_owner(const aplan *p, uint64_t o) {
+/* The gtab entry of offset o, or NULL: O(1) expected. */
+static inline agrp *mp__aplan_group(const aplan *p, uint64_t o) {
     const alayout *L = &p->L;
-    if (!L->gval) return SIZE_MAX;
+    if (!L->gtab) return NULL;
     uint64_t x = o * 0x9e3779b97f4a7c15ull;
     size_t h = (size_t)(x ^ (x >> 31)) & L->gmask;
-    while (L->gval[h]) {
-        if (L->gkey[h] == o) {
-            uint32_t s = L->gown[L->gval[h] - 1];
-            return s ? (size_t)s - 1 : SIZE_MAX;
-        }
-        h = (h + 1) & L->gmask;
+    for (; L->gtab[h].used; h = (h + 1) & L->gmask)
+        if (L->gtab[h].key == o) return &L->gtab[h];
+    return NULL;
+}
+/* Slot of the live block starting at offset o, or SIZE_MAX: O(1) expected. */
+static inline size_t mp__aplan_owner(const aplan *p, uint64_t o) {
+    const agrp *g = mp__aplan_group(p, o);
+    return g && g->own ? (size_t)g->own - 1 : SIZE_MAX;
+}
+/* The first live slot of p at or after slot s, or SIZE_MAX (a walk of the
+ * live bitset; clearing bits behind it is safe). */
+static inline size_t mp__aplan_next_live(const aplan *p, size_t s) {
+    size_t nw = (p->m + 63) / 64;
+    if (s >= p->m) return SIZE_MAX;
+    size_t w = s / 64;
+    uint64_t x = p->lbits[w] & (~(uint64_t)0 << (s % 64));
+    while (!x) {
+        if (++w == nw) return SIZE_MAX;
+        x = p->lbits[w];
     }
-    return SIZE_MAX;
+    return w * 64 + (size_t)__builtin_ctzll(x);
+}
+/* Marks slot s of p not live (its block left the plan's live set). */
+static inline void mp__aplan_unlive(aplan *p, size_t s) {
+    p->live_end[s] = 0;
+    p->live_tr[s] = 0;
+    p->lbits[s / 64] &= ~((uint64_t)1 << (s % 64));
+    p->L.gtab[p->L.gix[s]].own = 0;
+    p->nlive--;
 }
 /* Moves p's live blocks to the arena's stale list (a re-plan or a switch
  * of plans keeps them protected); MP_ENOMEM leaves everything as it was. */
@@ -217,11 +255,54 @@ void mp__arena_seg_abandon(mp_arena_t *a);
 /* Frees every plan, candidate and the segment trace. */
 void mp__arena_drop_all(mp_arena_t *a);
 
+/* ---- the lock (arena.c's header; slow side in arena_api.c) ---- */
+/* The calling thread is the owner: its thread pointer (one register read)
+ * where the compiler gives it, else pthread_self.  Unique among live
+ * threads either way; a thread created after the owner exited may inherit
+ * the owner's identity, which is harmless (the owner no longer calls). */
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__has_builtin)
+#if __has_builtin(__builtin_thread_pointer)
+#define MP_HAVE_TP 1
+#endif
+#endif
+static inline bool mp__arena_is_owner(const mp_arena_t *a) {
+#ifdef MP_HAVE_TP
+    return a->owner_tp == (uintptr_t)__builtin_thread_pointer();
+#else
+    return pthread_equal(a->owner, pthread_self());
+#endif
+}
+/* Takes mu, and hands the arena over to it on the first call from a
+ * thread other than the owner; returns false. */
+bool mp__arena_lock_slow(mp_arena_t *a);
+/* The arena's lock: without mu for the owner thread while no other thread
+ * has called; returns what to pass to unlock. */
+static inline bool mp__arena_lock(mp_arena_t *a) {
+    if (__builtin_expect(!atomic_load_explicit(&a->shared, memory_order_relaxed), 1) &&
+        mp__arena_is_owner(a)) {
+        atomic_store_explicit(&a->in_fast, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);   /* the other side runs membarrier */
+        if (__builtin_expect(!atomic_load_explicit(&a->shared, memory_order_relaxed), 1)) {
+            atomic_thread_fence(memory_order_acquire);
+            return true;
+        }
+        atomic_store_explicit(&a->in_fast, 0, memory_order_release);
+    }
+    return mp__arena_lock_slow(a);
+}
+static inline void mp__arena_unlock(mp_arena_t *a, bool fast) {
+    if (fast) atomic_store_explicit(&a->in_fast, 0, memory_order_release);
+    else pthread_mutex_unlock(&a->mu);
+}
+/* Unlocks after a call that may have changed what arena.c's hit() depends
+ * on (every entry point but hit itself): one plan replaying, no trace, no
+ * interrupt. */
+static inline void mp__arena_unlock_slow(mp_arena_t *a, bool fast) {
+    a->gate = a->state == MP_ARENA_REPLAYING && !a->multi && !a->trace && !a->interrupted && a->cur;
+    mp__arena_unlock(a, fast);
+}
+
 /* ---- arena.c ---- */
-/* The arena's lock: without mu for the owner thread while no other
- * thread has called (see arena.c); returns what to pass to unlock. */
-bool mp__arena_lock(mp_arena_t *a);
-void mp__arena_unlock(mp_arena_t *a, bool fast);
 /* Publishes the span of the current and retired regions (after a change). */
 void mp__arena_publish(mp_arena_t *a);
 /* Lock-free: false when p lies outside every region of the arena (so it is
@@ -238,5 +319,14 @@ static inline bool mp__arena_in_regions(mp_arena_t *a, const void *p) {
  * region (in_region may be NULL). */
 mp_status mp__arena_alloc_ex(mp_arena_t *a, uint64_t size, void **out, bool *in_region);
 int mp__arena_block_size(mp_arena_t *a, const void *p, uint64_t *size);
+/* The replay that follows the plan, for the preload's malloc and free:
+ * a block of the current region (the request counted as mp_arena_alloc
+ * counts it), or NULL and nothing changed: then call mp__arena_alloc_ex.
+ * Neither allocates, calls the backing allocator or touches errno. */
+void *mp__arena_alloc_fast(mp_arena_t *a, uint64_t size);
+/* Frees p if it is a live block of the current plan in the current region
+ * and no trace or pattern choice needs to see the free; false otherwise
+ * (nothing changed: then call mp_arena_free). */
+bool mp__arena_free_fast(mp_arena_t *a, const void *p);
 
 #endif

@@ -21,16 +21,11 @@ mp_status mp__arena_retire(mp_arena_t *a) {
         if (mp__atab_reserve(a, live) != MP_OK) return MP__NOMEM();
         for (size_t i = 0; i < a->npl; i++) {
             aplan *p = a->pl[i];
-            for (size_t k = 0; k < p->nlive; k++) {
-                size_t s = p->lv[k];
+            for (size_t s = mp__aplan_next_live(p, 0); s != SIZE_MAX; s = mp__aplan_next_live(p, s + 1)) {
                 (void)mp__atab_put(a, (uintptr_t)(a->base + p->L.off[s]), p->live_req[s],
                                    K_RETIRED | (p->live_tr[s] ? K_TRACED : 0));
-                p->live_end[s] = 0;
-                p->live_tr[s] = 0;
-                p->L.gown[p->L.grp[s]] = 0;
+                mp__aplan_unlive(p, s);
             }
-            memset(p->lbits, 0, (p->m + 63) / 64 * sizeof *p->lbits);
-            p->nlive = 0;
         }
         for (size_t k = 0; k < a->n_stale; k++)
             (void)mp__atab_put(a, (uintptr_t)(a->base + a->stale[k].off), a->stale[k].req,

@@ -33,8 +33,11 @@
  * Its pattern is then compared with the candidates: the second time a
  * pattern is seen it is planned and added (the region grows if it needs
  * to, the old one retired).  An unmatched iteration of more than twice
- * the longest plan's requests (plus 64) is ended there, not learned: one
- * of its blocks outlives it and it has swallowed the following ones.  Blocks of such an
+ * the longest plan's or candidate's requests (plus 64) is ended there,
+ * not learned: one of its blocks outlives it and it has swallowed the
+ * following ones.  Its blocks still live are orphans: until they are all
+ * freed, the iterations that follow began in the middle of something, and
+ * none of them is learned.  Blocks of such an
  * iteration carry K_SEG and its generation in their table kind. */
 #include "arena_internal.h"
 
@@ -202,8 +205,9 @@ out:
 
 /* Room in the log for an iteration of every plan, four times over. */
 static void size_log(mp_arena_t *a) {
-    size_t longest = 0;
+    size_t longest = 0;   /* the candidates too: a pattern seen once may be the longest */
     for (size_t i = 0; i < a->npl; i++) longest = mp__max64(longest, a->pl[i]->m);
+    for (size_t i = 0; i < a->ncand; i++) longest = mp__max64(longest, a->cand[i]->m);
     a->longest = longest;
     size_t want = 8 * longest + 64;
     if (want > a->cap_log && mp__grow((void **)&a->log, &a->cap_log, want, sizeof *a->log) != MP_OK)
@@ -242,6 +246,7 @@ static void learn_log(mp_arena_t *a) {
             memmove(a->cand + 1, a->cand, a->ncand * sizeof *a->cand);
             a->cand[0] = p;
             a->ncand++;
+            size_log(a);
         }
     }
     mp_trace_free(t);
@@ -250,7 +255,7 @@ static void learn_log(mp_arena_t *a) {
 /* The next request starts an iteration; an unmatched one just ended is
  * learned when learn is set. */
 static void boundary(mp_arena_t *a, bool learn) {
-    if (a->unmatched && learn) learn_log(a);
+    if (a->unmatched && learn && !a->orphans) learn_log(a);
     a->unmatched = false;
     a->cur = NULL;
     a->npend = 0;
@@ -268,6 +273,9 @@ void mp__arena_seg_abandon(mp_arena_t *a) {
 void mp__arena_note_free(mp_arena_t *a, uintptr_t p, const aplan *pl, size_t s, int kind) {
     if (a->nlog < a->cap_log) a->log[a->nlog].p = p, a->log[a->nlog++].size = 0;
     else a->log_full = true;
+    if (a->orphans && (pl ? pl->stamp[s] == (uint32_t)a->orphan_gen
+                          : (kind & K_SEG) && ((unsigned)kind >> GEN_SHIFT) == (a->orphan_gen & GEN_MASK)))
+        a->orphans--;
     if (!a->unmatched) return;
     bool mine = pl ? pl->stamp[s] == (uint32_t)a->seg_gen
                    : (kind & K_SEG) && ((unsigned)kind >> GEN_SHIFT) == (a->seg_gen & GEN_MASK);
@@ -286,7 +294,14 @@ static mp_status forward_seg(mp_arena_t *a, uint64_t size, void **out) {
     /* an unmatched iteration that outgrows every plan twice over has
      * swallowed the next ones (a block of it stays live): end it there,
      * unlearned; its blocks still live are no iteration's any more */
-    if (a->unmatched && a->seg_reqs > 2 * a->longest + 64) boundary(a, false);
+    if (a->unmatched && a->seg_reqs > 2 * a->longest + 64) {
+        /* the iterations that start before its blocks are freed start in
+         * the middle of one: they are not learned (a fragment of a long
+         * iteration would otherwise become a short pattern of its own) */
+        a->orphans = a->seg_live;
+        a->orphan_gen = a->seg_gen;
+        boundary(a, false);
+    }
     return MP_OK;
 }
 

@@ -16,8 +16,8 @@
  *   K conflicting pairs.  Above MAX_PAIRS pairs the lists are dropped and
  *   the check scans the live slots instead (O(live blocks)).
  * - Offset groups.  The distinct offsets get a small open-addressing table
- *   (offset -> group); each group remembers the slot of the live block
- *   starting there (two live blocks never start at one offset: they would
+ *   (each slot knows its entry); each entry remembers the slot of the live
+ *   block starting there (two live blocks never start at one offset: they would
  *   overlap).  A free finds its slot in O(1) expected, with no search tree.
  *
  * A layout is built aside and installed only when complete, so a failed
@@ -36,10 +36,10 @@ void mp__alayout_free(alayout *L) {
     free(L->cstart);
     free(L->cword);
     free(L->cmask);
-    free(L->grp);
-    free(L->gown);
-    free(L->gkey);
-    free(L->gval);
+    free(L->dmask);
+    free(L->fnext);
+    free(L->gtab);
+    free(L->gix);
     memset(L, 0, sizeof *L);
 }
 
@@ -52,8 +52,6 @@ void mp__aplan_free(aplan *p) {
     free(p->live_req);
     free(p->live_tr);
     free(p->lbits);
-    free(p->lv);
-    free(p->lvpos);
     free(p->stamp);
     free(p);
 }
@@ -74,11 +72,9 @@ mp_status mp__aplan_new(mp_buffer_t *rec, const unsigned char *cross, size_t m, 
     p->live_req = calloc(m, sizeof *p->live_req);
     p->live_tr = calloc(m, 1);
     p->lbits = calloc((m + 63) / 64, sizeof *p->lbits);
-    p->lv = malloc(m * sizeof *p->lv);
-    p->lvpos = malloc(m * sizeof *p->lvpos);
     p->stamp = calloc(m, sizeof *p->stamp);
     if (!p->stamp || !p->sig || !p->L.off || !p->L.psize || !p->live_end || !p->live_req || !p->live_tr ||
-        !p->lbits || !p->lv || !p->lvpos || m > UINT32_MAX - 1) {
+        !p->lbits || m > UINT32_MAX - 1) {
         mp__aplan_free(p);
         return MP__NOMEM();
     }
@@ -174,6 +170,18 @@ static mp_status conflicts(const mp_arena_t *a, size_t m, alayout *L) {
         }
     }
     L->cstart[m] = (uint32_t)w;
+    L->words = (m + 63) / 64;
+    if (m <= DENSE_SLOTS) {   /* the same lists as whole words: a check of fixed length */
+        L->dmask = calloc(m * L->words + 1, sizeof *L->dmask);
+        if (!L->dmask) {
+            free(adj);
+            free(at);
+            goto nomem;
+        }
+        for (size_t s = 0; s < m; s++)
+            for (uint32_t k = L->cstart[s]; k < L->cstart[s + 1]; k++)
+                L->dmask[s * L->words + L->cword[k]] = L->cmask[k];
+    }
     free(adj);
     free(at);
     free(sp);
@@ -196,22 +204,53 @@ static size_t ghash(uint64_t o, size_t mask) {
 static mp_status groups(size_t m, alayout *L) {
     size_t cap = 16;
     while (cap < 2 * (L->nplaced + 1)) cap *= 2;
-    L->gkey = malloc(cap * sizeof *L->gkey);
-    L->gval = calloc(cap, sizeof *L->gval);
-    L->grp = malloc((m ? m : 1) * sizeof *L->grp);
-    L->gown = calloc(L->nplaced + 1, sizeof *L->gown);
-    if (!L->gkey || !L->gval || !L->grp || !L->gown) return MP__NOMEM();
+    L->gtab = calloc(cap, sizeof *L->gtab);
+    L->gix = malloc((m ? m : 1) * sizeof *L->gix);
+    if (!L->gtab || !L->gix) return MP__NOMEM();
     L->gmask = cap - 1;
     for (size_t i = 0; i < m; i++) {
         if (L->off[i] == CROSS) continue;
         size_t h = ghash(L->off[i], L->gmask);
-        while (L->gval[h] && L->gkey[h] != L->off[i]) h = (h + 1) & L->gmask;
-        if (!L->gval[h]) {
-            L->gkey[h] = L->off[i];
-            L->gval[h] = (uint32_t)++L->ngrp;
+        while (L->gtab[h].used && L->gtab[h].key != L->off[i]) h = (h + 1) & L->gmask;
+        if (!L->gtab[h].used) {
+            L->gtab[h] = (agrp){L->off[i], 0, 1};
+            L->ngrp++;
         }
-        L->grp[i] = L->gval[h] - 1;
+        L->gix[i] = (uint32_t)h;
     }
+    return MP_OK;
+}
+
+/* ---- the order of frees ------------------------------------------------------ */
+
+typedef struct fend {
+    uint64_t last;
+    uint32_t s;
+} fend;
+
+static int fend_cmp(const void *x, const void *y) {
+    const fend *a = x, *b = y;
+    return a->last < b->last ? -1 : a->last > b->last ? 1 : (a->s > b->s) - (a->s < b->s);
+}
+
+/* fnext: the placed slots in the order the learned iteration freed them
+ * (by their last time), as a cycle; a guess for the free path only. */
+static mp_status free_order(const aplan *p, alayout *L) {
+    size_t m = p->m, n = 0;
+    L->fnext = malloc((m ? m : 1) * sizeof *L->fnext);
+    fend *f = malloc((m ? m : 1) * sizeof *f);
+    if (!L->fnext || !f) {
+        free(f);
+        return MP__NOMEM();
+    }
+    for (size_t i = 0; i < m; i++) {
+        L->fnext[i] = (uint32_t)i;
+        if (L->off[i] != CROSS) f[n++] = (fend){p->slot[i].last, (uint32_t)i};
+    }
+    qsort(f, n, sizeof *f, fend_cmp);
+    for (size_t k = 0; k < n; k++) L->fnext[f[k].s] = f[(k + 1) % n].s;
+    L->ffirst = n ? f[0].s : 0;
+    free(f);
     return MP_OK;
 }
 
@@ -253,6 +292,7 @@ mp_status mp__aplan_solve(const mp_arena_t *a, const aplan *p, alayout *L) {
         L->lower_bound = bd.offsets;
         st = conflicts(a, m, L);
         if (st == MP_OK) st = groups(m, L);
+        if (st == MP_OK) st = free_order(p, L);
     }
     mp_plan_free(&pl);
     free(b);
@@ -263,6 +303,7 @@ mp_status mp__aplan_solve(const mp_arena_t *a, const aplan *p, alayout *L) {
 void mp__aplan_install(aplan *p, alayout *L) {
     mp__alayout_free(&p->L);
     p->L = *L;
+    p->fexp = L->ffirst;
     memset(L, 0, sizeof *L);
 }
 
@@ -270,14 +311,9 @@ mp_status mp__aplan_to_stale(mp_arena_t *a, aplan *p) {
     if (!p->nlive) return MP_OK;
     if (mp__grow((void **)&a->stale, &a->cap_stale, a->n_stale + p->nlive, sizeof *a->stale) != MP_OK)
         return MP__NOMEM();
-    for (size_t k = 0; k < p->nlive; k++) {
-        size_t s = p->lv[k];
+    for (size_t s = mp__aplan_next_live(p, 0); s != SIZE_MAX; s = mp__aplan_next_live(p, s + 1)) {
         a->stale[a->n_stale++] = (ablk){p->L.off[s], p->live_end[s], p->live_req[s], p->live_tr[s]};
-        p->live_end[s] = 0;
-        p->live_tr[s] = 0;
-        p->lbits[s / 64] &= ~((uint64_t)1 << (s % 64));
-        p->L.gown[p->L.grp[s]] = 0;
+        mp__aplan_unlive(p, s);
     }
-    p->nlive = 0;
     return MP_OK;
 }

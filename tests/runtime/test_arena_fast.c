@@ -1,7 +1,8 @@
 /* test_arena_fast.c -- the replay arena's O(1) path (src/runtime/arena.c,
  * arena_plan.c): a loop with random deviations served through the
- * conflict lists and through the live-list scan that replaces them when
- * there are too many pairs; a re-plan that keeps the region while blocks
+ * conflict masks, through the live-slot scan that replaces them when
+ * there are too many pairs, and through the preload's entry points; a
+ * loop wider than the dense masks with frees in shuffled order; a re-plan that keeps the region while blocks
  * of the old layout are live (the stale list); the owner thread's
  * lock-free path handed over to the mutex when a second thread calls.
  * Every block carries a canary and is checked against every live block. */
@@ -181,9 +182,85 @@ static void test_handover(void) {
     MP_CHECK_EQ_U64(mp_canary_bad, 0);
 }
 
+/* The preload's entry points (mp__arena_alloc_fast, mp__arena_free_fast)
+ * tried before the general ones, as libmemplan-preload does, through the
+ * same random deviations. */
+static void *fast_alloc(mp_arena_t *a, uint64_t size) { return mp__arena_alloc_fast(a, size); }
+static int fast_free(mp_arena_t *a, void *p) { return mp__arena_free_fast(a, p); }
+
+static void test_preload_path(void) {
+    mp_canary_alloc_hook = fast_alloc;
+    mp_canary_free_hook = fast_free;
+    test_deviations((size_t)1 << 22);
+    mp_canary_alloc_hook = NULL;
+    mp_canary_free_hook = NULL;
+}
+
+/* A loop of WIDE requests (more than DENSE_SLOTS: the conflict lists as
+ * (word, mask) pairs instead of whole words), blocks freed in a shuffled
+ * order (the free path's guess of the next free is mostly wrong), with
+ * random late frees and larger sizes. */
+#define WIDE 600
+static void wide_iteration(mp_arena_t *a, int dev) {
+    static uint64_t id[WIDE];
+    static uint64_t late[4];
+    static size_t nlate;
+    size_t order[8];
+    uint64_t frame = mp_canary_take(a, 4096, NULL);   /* live through the iteration */
+    for (int i = 1; i < WIDE; i++) {
+        uint64_t size = 256 + 64 * (((uint64_t)i * 2654435761u >> 7) % 29);   /* no period inside */
+        if (dev && rnd() % 64 == 0) size += 64 + rnd() % 2048;
+        id[i] = mp_canary_take(a, size, NULL);
+        if (i % 8 == 0 && i >= 16) {   /* the eight before the last eight, shuffled */
+            for (int k = 0; k < 8; k++) order[k] = (size_t)(i - 15 + k);
+            for (int k = 7; dev && k > 0; k--) {
+                size_t j = (size_t)(rnd() % (uint64_t)(k + 1)), t = order[k];
+                order[k] = order[j], order[j] = t;
+            }
+            for (int k = 0; k < 8; k++) {
+                if (dev && nlate < 4 && rnd() % 128 == 0) late[nlate++] = id[order[k]];
+                else mp_canary_give(a, id[order[k]]);
+                id[order[k]] = 0;
+            }
+        }
+    }
+    for (int i = 1; i < WIDE; i++)
+        if (id[i]) mp_canary_give(a, id[i]), id[i] = 0;
+    mp_canary_give(a, frame);
+    while (nlate && (!dev || rnd() % 2)) mp_canary_give(a, late[--nlate]);
+}
+
+static void test_wide(void) {
+    mp_arena_t *a;
+    if (!MP_CHECK_OK(mp_arena_create(NULL, &a))) return;
+    for (int it = 0; it < 6; it++) wide_iteration(a, 0);
+    mp_arena_stats_t st;
+    mp_arena_stats(a, &st);
+    MP_CHECK_EQ_U64(st.state, MP_ARENA_REPLAYING);
+    MP_CHECK_EQ_U64(st.iteration_length, WIDE);
+    MP_CHECK(a->cur && a->cur->L.dmask == NULL && a->cur->L.cword != NULL);
+    uint64_t served = st.served_arena;
+    wide_iteration(a, 0);
+    mp_arena_stats(a, &st);
+    MP_CHECK_EQ_U64(st.served_arena - served, WIDE);
+    for (int it = 0; it < 30; it++) {
+        wide_iteration(a, 1);
+        mp_canary_check_counts(a);
+    }
+    wide_iteration(a, 0);
+    wide_iteration(a, 0);
+    mp_canary_check_counts(a);
+    mp_arena_destroy(a, &st);
+    MP_CHECK_EQ_U64(st.released_blocks, 0);
+    MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
+    MP_CHECK_EQ_U64(mp_canary_bad, 0);
+}
+
 int main(void) {
     test_deviations((size_t)1 << 22);
     test_deviations(0);
+    test_preload_path();
+    test_wide();
     test_stale();
     test_handover();
     return mp_test_finish("arena_fast");

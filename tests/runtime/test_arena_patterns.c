@@ -3,7 +3,8 @@
  * of 2 to 5 patterns (two of them share their first two sizes, so the
  * choice waits for the third), learned and replayed; then deviations
  * (late frees, extra and missing requests, larger sizes) and a pattern
- * never seen before, which is forwarded and learned when it recurs.
+ * never seen before, which is forwarded and learned when it recurs; a
+ * long pattern cut while unmatched, whose pieces must not be learned.
  * Every block carries a canary and is checked against every live block;
  * every request is counted exactly once. */
 #include "canary.h"
@@ -123,9 +124,58 @@ static void test_off(void) {
     mp_arena_destroy(a, NULL);
 }
 
+/* A long pattern like a transformer request: LONG requests in a chain,
+ * with a temporary block taken and given back after every fourth (a
+ * request that is all freed at once, inside the iteration). */
+#define LONG 200
+static void long_iteration(mp_arena_t *a) {
+    uint64_t id[LONG] = {0};
+    for (int i = 0; i < LONG; i++) {
+        id[i] = mp_canary_take(a, 8192 + 64 * (uint64_t)(i * 37 % 199), NULL);   /* no period inside */
+        if (i % 4 == 3) mp_canary_give(a, mp_canary_take(a, 20000 + 64 * (uint64_t)(i * 11 % 197), NULL));
+        if (i >= 2) mp_canary_give(a, id[i - 2]), id[i - 2] = 0;
+    }
+    mp_canary_give(a, id[LONG - 2]);
+    mp_canary_give(a, id[LONG - 1]);
+}
+
+/* The long pattern is seen once while learning (a candidate), then recurs
+ * among short ones.  Its second and third occurrences are unmatched and
+ * longer than twice the short plans: cut there, the iterations that
+ * followed began inside it, and their pieces (a temporary block taken and
+ * given back) must not become patterns of their own.  It is learned and
+ * replayed; no other pattern appears. */
+static void test_long(void) {
+    mp_arena_t *a;
+    if (!MP_CHECK_OK(mp_arena_create(NULL, &a))) return;
+    uint64_t w = mp_canary_take(a, 100000, NULL);
+    static const int order[] = {0, 1, 0, 2, 1, 0, 1, 2, 0, 2, 1, 1, 0, 2, 0, 1, 2, 2, 0, 1};
+    for (int r = 0; r < 3; r++)
+        for (size_t it = 0; it < sizeof order / sizeof *order; it++) {
+            if (order[it] == 2) long_iteration(a);
+            else iteration(a, order[it], 0);
+            mp_canary_check_counts(a);
+        }
+    mp_arena_stats_t st;
+    mp_arena_stats(a, &st);
+    MP_CHECK_EQ_U64(st.state, MP_ARENA_REPLAYING);
+    MP_CHECK_EQ_U64(st.patterns, 3);
+    uint64_t s0 = st.served_arena, r0 = st.requests;
+    long_iteration(a);
+    mp_arena_stats(a, &st);
+    uint64_t reqs = st.requests - r0;
+    MP_CHECK_EQ_U64(reqs, LONG + LONG / 4);
+    MP_CHECK(st.served_arena - s0 + 2 >= reqs);   /* all but the undecided first ones */
+    mp_canary_give(a, w);
+    mp_canary_check_counts(a);
+    mp_arena_destroy(a, &st);
+    MP_CHECK_EQ_U64(st.released_blocks, 0);
+}
+
 int main(void) {
     for (int np = 2; np <= 5; np++) test_mix(np);
     test_off();
+    test_long();
     MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
     MP_CHECK_EQ_U64(mp_canary_bad, 0);
     return mp_test_finish("arena_patterns");
