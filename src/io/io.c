@@ -103,3 +103,11 @@ mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, 
     *out = v;
     return MP_OK;
 }
+
+char *mp__fmt_u64(char *p, uint64_t v) {
+    char tmp[20];
+    size_t k = 0;
+    do tmp[k++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+    while (k) *p++ = tmp[--k];
+    return p;
+}

@@ -70,6 +70,10 @@ size_t mp__csv_split(char *line, char **field, size_t max);
  * path:line and the field. */
 mp_status mp__parse_u64(const mp__lines *r, const char *name, const char *text, uint64_t *out);
 
+/* Writes v in decimal at p (at most 20 characters, no NUL) and returns the
+ * end: the writers' fast path, ~5x cheaper per number than fprintf. */
+char *mp__fmt_u64(char *p, uint64_t v);
+
 /* Writes s as XML character data: markup escaped, control characters as
  * spaces, bytes that are not valid UTF-8 as '?' (src/io/xml.c). */
 void mp__xml_text(FILE *f, const char *s);

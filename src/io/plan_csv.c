@@ -16,11 +16,14 @@ mp_status mp_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
     mp_status s = mp__out_open(&o, path);
     if (s != MP_OK) return s;
     fprintf(o.f, p->object ? "id,offset,size,object\n" : "id,offset,size\n");
-    for (size_t i = 0; i < n; i++) {
-        fprintf(o.f, "%llu,%llu,%llu", (unsigned long long)b[i].id,
-                (unsigned long long)p->offset[i], (unsigned long long)mp_buffer_aligned_size(&b[i]));
-        if (p->object) fprintf(o.f, ",%zu", p->object[i]);
-        fputc('\n', o.f);
+    for (size_t i = 0; i < n; i++) { /* by hand: fprintf was most of writing 10^6 rows */
+        char row[4 * 21 + 1], *e = row;
+        e = mp__fmt_u64(e, b[i].id), *e++ = ',';
+        e = mp__fmt_u64(e, p->offset[i]), *e++ = ',';
+        e = mp__fmt_u64(e, mp_buffer_aligned_size(&b[i]));
+        if (p->object) *e++ = ',', e = mp__fmt_u64(e, p->object[i]);
+        *e++ = '\n';
+        fwrite(row, 1, (size_t)(e - row), o.f);
     }
     return mp__out_close(&o, true);
 }

@@ -143,6 +143,14 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
 
 static mp_status check_duplicates(const char *path, const mp_buffer_t *b, const size_t *line,
                                   size_t n) {
+    /* Ids usually come in increasing or decreasing order: then they are
+     * distinct, and the sort is skipped. */
+    bool up = true, down = true;
+    for (size_t i = 1; i < n && (up || down); i++) {
+        up &= b[i].id > b[i - 1].id;
+        down &= b[i].id < b[i - 1].id;
+    }
+    if (up || down) return MP_OK;
     mp__key *k = malloc((n ? n : 1) * sizeof *k);
     if (!k) return MP__NOMEM();
     for (size_t i = 0; i < n; i++) k[i] = (mp__key){b[i].id, 0, i};
@@ -222,11 +230,14 @@ mp_status mp_records_write(const char *path, const mp_buffer_t *b, size_t n) {
     if (s != MP_OK) return s;
     fprintf(o.f, aligned ? "id,first,last,size,align\n" : "id,first,last,size\n");
     for (size_t i = 0; i < n; i++) {
-        fprintf(o.f, "%llu,%llu,%llu,%llu", (unsigned long long)b[i].id,
-                (unsigned long long)b[i].first, (unsigned long long)b[i].last,
-                (unsigned long long)b[i].size);
-        if (aligned) fprintf(o.f, ",%llu", (unsigned long long)(b[i].align ? b[i].align : 1));
-        fputc('\n', o.f);
+        char row[5 * 21 + 1], *e = row;
+        e = mp__fmt_u64(e, b[i].id), *e++ = ',';
+        e = mp__fmt_u64(e, b[i].first), *e++ = ',';
+        e = mp__fmt_u64(e, b[i].last), *e++ = ',';
+        e = mp__fmt_u64(e, b[i].size);
+        if (aligned) *e++ = ',', e = mp__fmt_u64(e, b[i].align ? b[i].align : 1);
+        *e++ = '\n';
+        fwrite(row, 1, (size_t)(e - row), o.f);
     }
     return mp__out_close(&o, true);
 }
