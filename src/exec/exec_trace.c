@@ -210,7 +210,6 @@ mp_status mp_swap_trace_record(const mp_graph_t *train, size_t reps, mp_trace_t 
         if (!s) mp_exec_result_free(&res);
         for (size_t t = 0; t + 1 < nt; t++) free(r.mem[t]), r.mem[t] = NULL;
     }
-    r.rep = r.reps - 1;
     mp_trace_t *t = NULL;
     if (!s) s = mp_trace_create(&t);
     if (!s) s = build(&r, t);

@@ -41,10 +41,8 @@ static int cmp_handle(const void *a, const void *b) {
 /* The block an event belongs to when it is an access by an op (op >= 0):
  * its allocation event index, else SIZE_MAX. */
 static size_t accessed_block(const mp_event_t *e, int in_op) {
-    if (!in_op) return SIZE_MAX;
-    if (e->kind == MP_EV_ALLOC) return (size_t)e->block;
-    if (e->kind == MP_EV_READ || e->kind == MP_EV_WRITE) return (size_t)e->block;
-    return SIZE_MAX;
+    int access = e->kind == MP_EV_ALLOC || e->kind == MP_EV_READ || e->kind == MP_EV_WRITE;
+    return in_op && access ? (size_t)e->block : SIZE_MAX;
 }
 
 /* var_of[alloc event] for the accessed blocks, numbered by handle. */
