@@ -4,7 +4,9 @@
  * memplan.h; not meant to be included alone.
  *
  * The input is one training iteration as a *timed iteration*: a sequence of
- * ops, each with a compute time, reading and writing variables.  A
+ * ops, each with a compute time, reading and writing variables, made from
+ * a graph and a device model (mp_swap_iter_from_graph) or from a trace
+ * with op boundaries (mp_swap_iter_from_trace).  A
  * variable that is not persistent is allocated when its first op starts
  * and freed when its last op ends; a persistent one (parameters, their
  * gradients, optimizer state) is always allocated.  The memory load at a
