@@ -32,6 +32,8 @@
 #include <stdint.h>
 
 #define MAX_REPS 64
+/* Part 1's instances: mp_gen_problem(b, n, MP_GEN_DNN, GEN_SEED). */
+#define GEN_SEED 20240601u
 #define MAX_NS 8
 #define MAX_STRATEGIES 64
 

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #define SLOW_SKIP_S 20.0
-#define SEED 20240601u
 
 /* ---- running ------------------------------------------------------------- */
 
@@ -87,7 +86,7 @@ int run_generated(bench *B) {
     if (!b) return fprintf(stderr, "bench_plan: out of memory\n"), -1;
     for (int k = 0; k < B->n_ns; k++) {
         size_t n = B->ns[k];
-        mp_gen_problem(b, n, MP_GEN_DNN, SEED);
+        mp_gen_problem(b, n, MP_GEN_DNN, GEN_SEED);
         if (mp_bounds_compute(b, n, &B->bd[k]) != MP_OK) {
             fprintf(stderr, "bench_plan: bounds: %s\n", mp_last_error());
             free(b);
@@ -121,7 +120,7 @@ void print_generated(const bench *B) {
     printf("`mp_gen_problem(b, n, MP_GEN_DNN, %u)` (tests/gen.c): buffer i starts near "
            "time i/2, most live 2-5 steps, one in eight up to 65; tensor-like sizes from 64 B "
            "to 1 MiB. Times are of `mp_plan_compute` end to end (validation, normalization, "
-           "the strategy, building the plan).\n\n", SEED);
+           "the strategy, building the plan).\n\n", GEN_SEED);
     printf("| n | time steps | offset LB | object LB | naive (sum) | max live buffers |\n"
            "|---|---|---|---|---|---|\n");
     for (int k = 0; k < B->n_ns; k++)

@@ -2,6 +2,7 @@
  * parts 1-3 (generated.c, dsa.c) and prints the report in its order:
  * header, findings, part 1, part 2, part 3.  What the program does: bench.h. */
 #include "bench.h"
+#include "gen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,9 @@ static void usage(void) {
             "  --quick      n up to 10^4, 1 run, two DSA files\n"
             "  --dsa DIR    DSA instances (default <repo>/../shared/dsa-bench)\n"
             "  --cap SEC    stop repeating a cell after SEC seconds of runs (default 10)\n"
-            "  --timeout S  kill a cell after S seconds (default 300)\n");
+            "  --timeout S  kill a cell after S seconds (default 300)\n"
+            "       bench_plan --write-dnn N FILE\n"
+            "  writes part 1's instance of N buffers as a records CSV (for bench/plan/ab)\n");
 }
 
 /* The repository root, from this file's path as the compiler saw it. */
@@ -57,8 +60,21 @@ static int parse_opts(int argc, char **argv, opts *o) {
     return 0;
 }
 
+/* bench_plan --write-dnn N FILE: part 1's instance of n buffers as records. */
+static int write_dnn(const char *count, const char *path) {
+    size_t n = strtoull(count, NULL, 10);
+    mp_buffer_t *b = malloc((n ? n : 1) * sizeof *b);
+    if (!b || n == 0) return usage(), free(b), 2;
+    mp_gen_problem(b, n, MP_GEN_DNN, GEN_SEED);
+    mp_status s = mp_records_write(path, b, n);
+    free(b);
+    if (s != MP_OK) fprintf(stderr, "bench_plan: %s\n", mp_last_error());
+    return s == MP_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     static bench B;
+    if (argc == 4 && !strcmp(argv[1], "--write-dnn")) return write_dnn(argv[2], argv[3]);
     static dsa D;
     if (parse_opts(argc, argv, &B.o) != 0) return 2;
     for (size_t i = 0; i < mp_strategy_count() && B.n_st < MAX_STRATEGIES; i++)

@@ -287,7 +287,10 @@ mp_status mp__gapfit_place_leaf(mp__gapfit *g, size_t j) {
     uint64_t top, off;
     mp_status s;
     if (g->dense) {
-        s = mp__gapindex_gaps(&g->index, x.first, x.last, &top);
+        /* First fit needs no gap above the first that fits. */
+        top = 0;
+        s = mp__gapindex_gaps(&g->index, x.first, x.last,
+                              g->policy == MP__GAP_SMARTPOOL_FIRST ? &x : NULL, &top);
         if (s != MP_OK) return s;
         off = choose(g, x.align, x.size, g->index.gap, g->index.n_gap, top);
         s = mp__gapindex_add(&g->index, x.first, x.last, off, off + x.size);

@@ -32,6 +32,11 @@ typedef struct mp__gaphit {
     uint64_t off, end;
 } mp__gaphit;
 
+/* A buffer as the placer reads it when placing it. */
+typedef struct mp__gapbuf {
+    uint64_t first, last, size, align;
+} mp__gapbuf;
+
 /* An address range [lo, hi). */
 typedef struct mp__span {
     uint64_t lo, hi;
@@ -71,19 +76,16 @@ void mp__gapindex_free(mp__gapindex *x);
 mp_status mp__gapindex_add(mp__gapindex *x, uint64_t first, uint64_t last, uint64_t off,
                            uint64_t end);
 /* Fills x->gap[0..x->n_gap) with the free ranges over [first, last] below
- * *top, the highest end taken over it (0 if none), lowest first.
- * MP_ENOMEM only. */
-mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last, uint64_t *top);
+ * *top, the highest end taken over it (0 if none), lowest first.  With fit,
+ * stops after the first range that holds fit->size bytes at fit->align
+ * (then *top is not set).  MP_ENOMEM only. */
+mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last,
+                            const mp__gapbuf *fit, uint64_t *top);
 
 /* Which index the placer uses: 0 by the trace's density (the default),
  * 1 always the interval tree plus sort, 2 always the gap index.  The plans
  * are the same; tests set it to compare both with the oracles. */
 extern int mp__gapfit_index;
-
-/* A buffer as the placer reads it when placing it. */
-typedef struct mp__gapbuf {
-    uint64_t first, last, size, align;
-} mp__gapbuf;
 
 typedef struct mp__gapfit {
     uint64_t *offset;        /* the caller's output, filled by mp__gapfit_finish */

@@ -181,7 +181,8 @@ static void sift_down(mp__gapindex *x, size_t i, size_t m) {
     x->heap[i] = e;
 }
 
-mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last, uint64_t *top) {
+mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last,
+                            const mp__gapbuf *fit, uint64_t *top) {
     x->nq = 0;
     x->n_gap = 0;
     mp_status s = walk(x, section_of_first(x, first), section_of_last(x, last), visit_collect,
@@ -201,6 +202,8 @@ mp_status mp__gapindex_gaps(mp__gapindex *x, uint64_t first, uint64_t last, uint
                 if (s != MP_OK) return s;
             }
             x->gap[x->n_gap++] = (mp__span){pos, r.lo};
+            uint64_t cand = mp__align_up(pos, fit ? fit->align : 1);
+            if (fit && cand < r.lo && r.lo - cand >= fit->size) break; /* first fit found */
         }
         pos = mp__max64(pos, r.hi);
         if (++e->at < e->end) e->lo = e->at->lo;
