@@ -104,7 +104,7 @@ def measured(module, x, repeat):
 
 def fit_row(model, x, budget, args):
     try:
-        module, r = mpt.fit(model, x, budget)
+        module, r = mpt.fit(model, x, budget, exact=False)
     except mpt.BudgetError as e:       # a result: the smallest peak fit reached
         return {"fits": False, "error": str(e), "min_peak": e.min_peak}
     assert same_output(model, module, x), "the fitted module's output differs from the model's"
@@ -114,7 +114,9 @@ def fit_row(model, x, budget, args):
                 extra_pct=100.0 * r.extra_flops / r.forward_flops, runs=r.checkpointed,
                 candidates=r.candidates, attempts=r.attempts, fit_plain_peak=r.plain_peak,
                 capture_s=r.capture_seconds, planning_s=r.planning_seconds,
-                measuring_s=r.measuring_seconds,
+                measuring_s=r.measuring_seconds, nested=r.nested, steps=r.steps,
+                extra_time_pct=100.0 * r.extra_seconds / r.forward_seconds,
+                fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds,
                 time=mpt.measure_time(module, x, repeat=args.repeat))
 
 

@@ -69,7 +69,11 @@ def header(meta, end):
         "checkpoint_sequential: on an nn.Sequential of the model's pieces (bench/torch/models.py; "
         "checked to compute the model's output), %s: k segments of len // k pieces are "
         "checkpointed except the last, which runs plainly and holds the remainder. 'Extra FLOPs' "
-        "is the planner's estimate of recomputation over one forward pass."
+        "is the planner's estimate of recomputation over one forward pass; 'recomputed fwd s %%' "
+        "the forward seconds fit's plan recomputes, as measured per node at capture, over one "
+        "forward pass (what fit ranks by). fit is called with exact=False (nn.LSTMs may be "
+        "split over time chunks; no other model is affected). 'N runs (M nested)': M runs "
+        "checkpointed again inside the N."
         % (meta["repeat"], meta["repeat"], impl),
         ""]
 
@@ -96,7 +100,8 @@ def peak_cell(r):
 def row_cells(r, plain):
     has = "peak" in r
     extra = "%.1f" % r["extra_pct"] if "extra_pct" in r else ("0.0" if r["kind"] == "plain" else "")
-    what = ("%d runs" % r["runs"] if "runs" in r else
+    what = ("%d runs%s" % (r["runs"], " (%d nested)" % r["nested"] if r.get("nested") else "")
+            if "runs" in r else
             "%d of %d pieces" % (r["checkpointed"], r["pieces"]) if "checkpointed" in r else "")
     cells = [r["variant"], peak_cell(r),
              "%.2f" % (r["peak"] / plain["peak"]) if has else "",
@@ -118,13 +123,15 @@ def model_table(rows, plain):
 def fit_details(rows):
     fitted = [r for r in rows if "planned" in r]
     out = ["| fit | budget MiB | planned MiB | measured MiB | fit's plain MiB | candidates "
-           "| steps measured | capture s | planning s | measuring s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] if fitted else []
+           "| modules measured | steps | recomputed fwd s % | capture s | planning s "
+           "| measuring s |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] if fitted else []
     for r in fitted:
-        out.append("| %s | %s | %s | %s | %s | %d | %d | %.2f | %.2f | %.1f |" % (
+        out.append("| %s | %s | %s | %s | %s | %d | %d | %s | %s | %.2f | %.2f | %.1f |" % (
             r["variant"], mib(r["budget"]), mib(r["planned"]), mib(r["peak"]),
-            mib(r["fit_plain_peak"]), r["candidates"], r["attempts"], r["capture_s"],
-            r["planning_s"], r["measuring_s"]))
+            mib(r["fit_plain_peak"]), r["candidates"], r["attempts"], r.get("steps", ""),
+            "%.0f" % r["extra_time_pct"] if "extra_time_pct" in r else "",
+            r["capture_s"], r["planning_s"], r["measuring_s"]))
     errors = ["- %s: `%s`" % (r["variant"], r["error"]) for r in rows if "min_peak" in r]
     return out + ([""] if out else []) + errors + ([""] if errors else [])
 

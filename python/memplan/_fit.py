@@ -2,27 +2,39 @@
 
 1. Capture the module with torch.fx (memplan-graph/1, node names = fx node
    names) and build its training graph in libmemplan (memplan.lib.Remat).
-2. Candidates: checkpoint runs of the chain's stages (the runs of forward
-   nodes between cut points, mp_remat_chain).  For each run length L
-   (1, 2, 3, 4, 6, 8, 12, 16 stages and all of them) the stages are grouped
-   in consecutive runs of L, the runs ranked by bytes they drop per FLOP
-   they recompute, and every prefix of that ranking is a candidate; and
-   chen2016 Alg. 3's segmentations over a ladder of B, whose runs are as
-   long as B allows (short where the layers are large).  Each
-   candidate becomes chen2016 mirror counts (m = 1 inside a run, 0 for a
-   node whose value leaves it) and the library evaluates it exactly: the
-   transformed graph shared, placed and checked (its peak), and its extra
-   FLOPs.  O(L-values x stages) evaluations.  Leaf modules hide what
-   autograd saves inside them (an LSTM's gates): those bytes are measured
-   at capture (saved-tensor hooks) and added to the peak of every
-   candidate that keeps them.
-3. Choose the least extra FLOPs whose planned peak fits the budget, build
-   the module (torch.fx split_module, the runs wrapped in non-reentrant
-   torch.utils.checkpoint) and MEASURE one real training step's peak
-   (memplan._measure).  The planner's graph is a model of what autograd
-   saves; when the measured peak is above the budget the ratio measured /
-   planned becomes a correction and the next candidate is chosen with it,
-   at most `attempts` times.  Only a measured fit is returned.
+   One more pass (two forward runs in train mode) measures each node's
+   forward seconds -- what recomputing it costs, memory-bound ops included,
+   which FLOPs undercount -- and what autograd saves inside leaf modules
+   the graph cannot see (an LSTM's gates).  With exact=False every
+   unidirectional nn.LSTM is traced as calls over time chunks (_fx.rnn_chunks),
+   so a layer's insides can be recomputed a chunk at a time.
+2. Candidates: runs of forward nodes to checkpoint (torch reruns a whole
+   run in the backward pass).  Families, all evaluated exactly by the
+   library (the transformed graph shared, placed and checked):
+   - the chain's stages (runs between cut points, mp_remat_chain) grouped
+     L at a time (L in RUN_LENGTHS), the groups ranked by bytes dropped per
+     second recomputed, every prefix of that ranking;
+   - chen2016 Alg. 3's segmentations over a ladder of B (runs as long as B
+     allows: short where the layers are large);
+   - checkpoint_sequential's shapes: for pieces = the stages, or the
+     consecutive nodes of one module at module depth 1..4, and k segments,
+     the first k - 1 segments of len // k pieces (what
+     torch.utils.checkpoint.checkpoint_sequential checkpoints), so that fit
+     considers every segmentation that function would make;
+   - each of those with nesting (chen2016's recursion): inside a run that
+     spans several stages, every stage but the last is checkpointed again,
+     so while the run is recomputed only its stage boundaries stay.
+   A plan is chen2016 mirror counts: 1 for a run's nodes, 2 for a nested
+   run's, one level less for a value read after its run ends.
+3. Choose: the candidates whose planned peak, plus what the plan does not
+   model (the plain step's measured excess over its plan), fits the
+   budget, ranked by the forward seconds they recompute.  The best
+   `trials` of them are built (torch.fx split_module, runs wrapped in
+   torch.utils.checkpoint) and MEASURED (peak and step time); the fastest
+   whose measured peak is within the budget is returned.  A measured peak
+   above the budget raises the excess for the candidates after it; at most
+   `attempts` candidates are measured in all.  Only a measured fit is
+   returned.
 """
 
 import json
@@ -30,28 +42,36 @@ import time
 from collections import namedtuple
 
 from . import lib
-from ._fx import capture, hidden_saved_bytes, rebuild
-from ._measure import measure_peak
+from ._fx import capture, profile_nodes, rebuild, rnn_chunks
+from ._measure import measure_step
 from .recompute import BudgetError
 
-Candidate = namedtuple("Candidate", "runs mirror peak extra_flops")
+Candidate = namedtuple("Candidate", "runs inner mirror peak extra_flops extra_seconds")
 FitResult = namedtuple("FitResult", "budget measured_peak plain_peak planned_peak extra_flops "
                                     "forward_flops checkpointed runs candidates attempts "
-                                    "capture_seconds planning_seconds measuring_seconds")
+                                    "capture_seconds planning_seconds measuring_seconds "
+                                    "measured_seconds plain_seconds extra_seconds "
+                                    "forward_seconds nested steps")
 FitResult.__doc__ = """What fit did.  budget, measured_peak (torch.profiler, one step),
-plain_peak (the same for the unmodified model), planned_peak (libmemplan's checked plan of the same choice) in bytes; extra_flops and
-forward_flops (one forward pass) as the planner estimates them; checkpointed: how many
-runs are wrapped; runs: the fx node names of each; candidates evaluated; attempts:
-steps measured; seconds spent capturing (one forward run of the model), planning
-(libmemplan) and measuring (warm-up and measured steps)."""
+plain_peak (the same for the unmodified model), planned_peak (libmemplan's checked plan
+of the same choice) in bytes; extra_flops and forward_flops (one forward pass) as the
+planner estimates them; checkpointed: how many runs are wrapped; runs: the fx node names
+of each; candidates evaluated; attempts: candidates measured; seconds spent capturing
+(the recorded forward pass and two timed ones), planning (libmemplan) and measuring;
+measured_seconds and plain_seconds: the least of the timed steps of the returned module
+and of the model; extra_seconds: the forward seconds the plan recomputes, forward_seconds:
+one forward pass, both as measured at capture; nested: runs checkpointed inside runs;
+steps: training steps fit ran to measure (4 per measured module)."""
 
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
+SEQUENTIAL_K = 24          # checkpoint_sequential shapes up to this many segments
+MODULE_DEPTHS = (1, 2, 3, 4)
 
 
 class Planner:
     """The forward graph of a module in libmemplan and its stage chain."""
 
-    def __init__(self, graph_dict, name, hidden=None):
+    def __init__(self, graph_dict, name, hidden=None, seconds=None, paths=None, leaves=()):
         self.graph = lib.Graph.parse(json.dumps(graph_dict), name)
         self.remat = lib.Remat(self.graph)
         train = self.remat.graph
@@ -69,9 +89,18 @@ class Planner:
             ids = self.forward[chain.first_node[i]:chain.first_node[i + 1]]
             if ids and all(self.nodes[v].name in fx for v in ids):
                 self.stages.append(ids)
+        self.stage_of = {v: i for i, st in enumerate(self.stages) for v in st}
+        self.own = [v for v in self.forward if self.nodes[v].name in fx]   # the module's nodes
         self._readers = self._forward_readers()
         ids = {self.nodes[v].name: v for v in self.forward}
         self.hidden = {ids[k]: b for k, b in (hidden or {}).items() if k in ids}
+        # Seconds: measured per fx node; without them, FLOPs stand in.
+        if seconds:
+            self.seconds = {v: seconds.get(self.nodes[v].name, 0.0) for v in self.forward}
+        else:
+            self.seconds = {v: float(self.remat.node_flops(v)) for v in self.forward}
+        self.paths = {ids[k]: p for k, p in (paths or {}).items() if k in ids}
+        self.leaves = {ids[k] for k in leaves if k in ids}     # calls of leaf modules
 
     def _forward_readers(self):
         readers = {}
@@ -80,49 +109,75 @@ class Planner:
                 readers.setdefault(t, []).append(pos)
         return readers
 
-    def mirror(self, runs):
-        """chen2016 mirror counts for checkpointing `runs` (lists of node
-        ids): recompute every node of a run except those whose value (or a
-        view of it) is read after the run ends."""
-        m = [0] * self.remat.forward_count
+    def _mark(self, m, runs, level):
+        """Nodes of runs (whose m is level - 1) to level; a node whose value
+        (or a view of it) is read after its run ends back to level - 1:
+        torch's checkpoint keeps a run's outputs."""
         for run in runs:
-            members = set(run)
+            members = {v for v in run if m[v] == level - 1}
             last = max(self.pos[v] for v in run)
-            for v in run:
-                m[v] = 1
-            for v in run:
+            for v in members:
+                m[v] = level
+            for v in members:
                 for t in self.nodes[v].outputs:
                     if any(p > last for p in self._readers.get(t, ())):
                         for keep in (v, self.tensors[self.tensors[t].root].producer):
                             if keep in members:
-                                m[keep] = 0
+                                m[keep] = level - 1
+
+    def mirror(self, runs, inner=()):
+        """chen2016 mirror counts for checkpointing `runs` (lists of node
+        ids) and, inside them, the runs of `inner` (one list per run)."""
+        m = [0] * self.remat.forward_count
+        self._mark(m, runs, 1)
+        self._mark(m, [r for group in inner for r in group], 2)
         return m
 
-    def evaluate(self, runs):
-        m = self.mirror(runs)
+    def evaluate(self, runs, inner=()):
+        inner = tuple(tuple(tuple(r) for r in g) for g in inner) if any(inner) else ()
+        m = self.mirror(runs, inner)
         if any(not any(m[v] or self.hidden.get(v) for v in r) for r in runs):
             return None                 # a run that drops nothing: no candidate
         e = self.remat.evaluate(self.remat.plan_mirror(m, "checkpoint"))
         # torch.utils.checkpoint reruns a whole run, the nodes whose values
-        # leave it (kept, m = 0) too: their FLOPs are extra as well.
-        rerun = sum(self.remat.node_flops(v) for r in runs for v in r if not m[v])
-        return Candidate(tuple(tuple(r) for r in runs), m, e.peak + self._hidden(m, runs),
-                         e.extra_flops + rerun)
+        # leave it (kept, m = 0) too, and a nested run once more.
+        rerun = [v for r in runs for v in r] + [v for g in inner for r in g for v in r]
+        return Candidate(tuple(tuple(r) for r in runs), inner, m,
+                         e.peak + self._hidden(runs, inner),
+                         sum(self.remat.node_flops(v) for v in rerun),
+                         sum(self.seconds[v] for v in rerun))
 
-    def _hidden(self, m, runs):
-        """What autograd saves inside opaque nodes (hidden_saved_bytes): kept
-        from the forward to the backward pass unless the node is in a run
-        (torch's checkpoint reruns the whole run, the nodes whose values
-        leave it too, so none of a run's insides are kept), and then
-        present while its run is recomputed."""
+    def _hidden(self, runs, inner):
+        """What autograd saves inside opaque nodes (profile_nodes): kept from
+        the forward to the backward pass unless the node is in a run, and
+        present while its run (its nested run, if it is in one) is
+        recomputed."""
         inside = {v for r in runs for v in r}
         kept = sum(b for v, b in self.hidden.items() if v not in inside)
-        redo = max((sum(self.hidden.get(v, 0) for v in r) for r in runs), default=0)
+        redo = 0
+        for k, r in enumerate(runs):
+            groups = inner[k] if inner else ()
+            nested = {v for g in groups for v in g}
+            own = sum(self.hidden.get(v, 0) for v in r if v not in nested)
+            deepest = max((sum(self.hidden.get(v, 0) for v in g) for g in groups), default=0)
+            redo = max(redo, own + deepest)
         return kept + redo
 
     def candidates(self):
         seen, out = set(), [self.evaluate([])]
-        self.alg3_candidates(seen, out)
+
+        def add(runs, inner=()):
+            runs = sorted((list(r) for r in runs if r), key=lambda r: self.pos[r[0]])
+            key = (tuple(tuple(r) for r in runs), tuple(tuple(map(tuple, g)) for g in inner))
+            if runs and key not in seen:
+                seen.add(key)
+                cand = self.evaluate(runs, inner)
+                if cand:
+                    out.append(cand)
+                return cand
+            return None
+
+        flat = []
         n = len(self.stages)
         for length in RUN_LENGTHS:
             size = length or n
@@ -131,23 +186,68 @@ class Planner:
             groups = [sum(self.stages[i:i + size], []) for i in range(0, n, size)]
             ranked = sorted(groups, key=self._value, reverse=True)
             for j in range(1, len(ranked) + 1):
-                runs = sorted(ranked[:j], key=lambda r: self.pos[r[0]])
-                key = tuple(tuple(r) for r in runs)
-                if key not in seen:
-                    seen.add(key)
-                    cand = self.evaluate(runs)
-                    if cand:
-                        out.append(cand)
+                flat.append(ranked[:j])
+        # Finer: one leaf call each (a conv, one time chunk of an LSTM),
+        # ranked the same way; prefixes on a ladder of lengths.
+        calls = sorted(self._leaf_calls(), key=self._value, reverse=True)
+        j = 1
+        while calls:
+            flat.append(calls[:j])
+            if j >= len(calls):
+                break
+            j = min(len(calls), j * 3 // 2 + 1)
+        flat += self._alg3_runs()
+        for pieces in [self.stages] + [self._module_pieces(d) for d in MODULE_DEPTHS]:
+            flat += self._sequential_runs(pieces)
+        for runs in flat:
+            add(runs)
+        # Nesting lowers a plan's peak and adds recomputation: worth trying
+        # only from the plans no other flat plan beats on both.
+        for cand in _pareto(out):
+            inner = [self._nest(r) for r in cand.runs]
+            if any(inner):
+                add(cand.runs, inner)
         return out
 
-    def alg3_candidates(self, seen, out):
+    def _nest(self, run):
+        """The runs nested inside run: each stage of it but the last (the
+        backward pass needs the last one first: nothing to drop); in a run
+        within one stage, each leaf call but the last."""
+        parts, cur = [], []
+        for v in run:
+            if cur and self.stage_of.get(v) != self.stage_of.get(cur[-1]):
+                parts.append(cur)
+                cur = []
+            cur.append(v)
+        if len(parts) >= 1:
+            return parts
+        calls = [c for c in self._leaf_calls(run) if c]
+        return calls[:-1] if len(calls) >= 3 else []
+
+    def _leaf_calls(self, nodes=None):
+        """nodes (default: every stage's) cut after each call of a leaf
+        module (a node with a module path): the call and the nodes before
+        it since the previous one."""
+        if nodes is None:
+            nodes = [v for st in self.stages for v in st]
+        out, cur = [], []
+        for v in nodes:
+            cur.append(v)
+            if v in self.leaves:
+                out.append(cur)
+                cur = []
+        if cur:
+            out.append(cur)
+        return out
+
+    def _alg3_runs(self):
         """chen2016 Alg. 3's segmentations over a ladder of B (each B keeps
         a stage output once the stages since the last kept one hold more
         than B bytes): every stretch of dropped nodes becomes a run, so the
         runs are as long as B allows -- uneven where the layers are."""
         own = {v for st in self.stages for v in st}
         total = sum(self.remat.node_bytes(v) for v in own) or 1
-        b = max(1, total // 4096)
+        b, out = max(1, total // 4096), []
         while b <= total:
             m, _, _ = self.remat.alg3(b)
             runs, cur = [], []
@@ -159,74 +259,150 @@ class Planner:
                     cur = []
             if cur:
                 runs.append(cur)
-            runs.sort(key=lambda r: self.pos[r[0]])
-            key = tuple(tuple(r) for r in runs)
-            if runs and key not in seen:
-                seen.add(key)
-                cand = self.evaluate(runs)
-                if cand:
-                    out.append(cand)
+            out.append(runs)
             b = b * 3 // 2 + 1
+        return out
+
+    def _module_pieces(self, depth):
+        """Consecutive forward nodes of the same module at `depth` (the
+        first `depth` parts of its path: "layer1.0" at depth 2)."""
+        pieces, key = [], None
+        own = self.own
+        for v in own:
+            k = ".".join(self.paths.get(v, "").split(".")[:depth])
+            if not pieces or k != key:
+                pieces.append([])
+                key = k
+            pieces[-1].append(v)
+        return pieces
+
+    @staticmethod
+    def _sequential_runs(pieces):
+        """What checkpoint_sequential(pieces, k) checkpoints, for every k:
+        k segments of len // k pieces, all but the last (which also holds
+        the remainder) checkpointed."""
+        out, n = [], len(pieces)
+        for k in range(2, min(n, SEQUENTIAL_K) + 1):
+            size = n // k
+            out.append([sum(pieces[i * size:(i + 1) * size], []) for i in range(k - 1)])
+        return out
 
     def _value(self, run):
-        dropped = sum(self.remat.node_bytes(v) for v in run)
-        return dropped / (1 + sum(self.remat.node_flops(v) for v in run))
+        dropped = sum(self.remat.node_bytes(v) + self.hidden.get(v, 0) for v in run)
+        return dropped / (1e-9 + sum(self.seconds[v] for v in run))
 
     def names(self, cand):
-        """The fx node names of each run, and fx name -> run number."""
+        """(fx node names of each run, fx name -> run number, {run number:
+        {fx name: nested run number}})."""
         runs = [[self.nodes[v].name for v in r] for r in cand.runs]
-        return runs, {name: k for k, r in enumerate(runs) for name in r}
+        nested = {}
+        for k, groups in enumerate(cand.inner):
+            if groups:
+                nested[k] = {self.nodes[v].name: j for j, g in enumerate(groups) for v in g}
+        return runs, {name: k for k, r in enumerate(runs) for name in r}, nested
 
 
-def fit(model, inputs, budget, loss_fn=None, name="model", attempts=4, verify=True):
+def _pareto(cands):
+    """The candidates no other one beats on both peak and extra seconds."""
+    front, best = [], None
+    for c in sorted(cands, key=lambda c: (c.extra_seconds, c.peak)):
+        if best is None or c.peak < best:
+            front.append(c)
+            best = c.peak
+    return front
+
+
+def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4, verify=True,
+        exact=True):
     """(module, FitResult): model rebuilt with the runs of nodes that let
-    one training step fit `budget` bytes with the least recomputation.
+    one training step fit `budget` bytes, the fastest of the measured ones.
     The module shares model's parameters and buffers and computes the same
-    loss and gradients.  BudgetError when nothing measured fits."""
+    loss and gradients (exact=False: may also split nn.LSTMs over time
+    chunks, equal up to float rounding).  trials: fitting candidates
+    measured; attempts: candidates measured in all (4 training steps each,
+    and 4 for the model).  BudgetError when nothing measured fits."""
     t0 = time.perf_counter()
-    gm, graph = capture(model, inputs, name)
-    hidden = hidden_saved_bytes(model, gm, inputs)
+    chunks = {} if exact else rnn_chunks(model, inputs)
+    gm, graph = capture(model, inputs, name, chunks)
+    hidden, seconds = profile_nodes(model, gm, inputs)
+    paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
+    leaves = [n.name for n in gm.graph.nodes if n.op == "call_module"]
     took = [time.perf_counter() - t0]
     t0 = time.perf_counter()
-    planner = Planner(graph, name, hidden)
-    cands = sorted(planner.candidates(), key=lambda c: (c.extra_flops, c.peak))
+    planner = Planner(graph, name, hidden, seconds, paths, leaves)
+    cands = sorted(planner.candidates(), key=lambda c: (c.extra_seconds, c.peak))
     fwd = planner.remat.evaluate(planner.remat.policy("none")).forward_flops
+    fwd_s = sum(planner.seconds.values())
     took.append(time.perf_counter() - t0)
+    none = next(c for c in cands if not c.runs)
+    done = _Done(budget, fwd, fwd_s, cands, took)
+    done.planner = planner
+    if not verify:
+        pick = next((c for c in cands if c.peak <= budget), None)
+        if pick is None:
+            raise _budget_error(budget, name, cands, 0, None)
+        return _build(model, gm, planner, pick), done.result(pick, None, None, 0, 0)
     t1 = time.perf_counter()
-    plain = measure_peak(model, inputs, loss_fn) if verify else None
+    plain, plain_s = measure_step(model, inputs, loss_fn)
+    done.steps = 4
+    if plain <= budget:
+        return _build(model, gm, planner, none), done.result(
+            none, (plain, plain_s), (plain, plain_s), 0, time.perf_counter() - t1)
     # What the planner does not model (weight-gradient temporaries, the
     # loss, allocator slack) does not depend on what is checkpointed: the
     # plain step's excess over its plan is the first correction.
-    excess = plain - cands_none(cands).peak if verify else 0
-    tried, best = [], None
-    for _ in range(max(1, attempts)):
-        pick = next((c for c in cands if c.peak + excess <= budget and c not in tried), None)
+    excess = plain - none.peak
+    tried, fits, least = [], [], None
+    while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
+        pick = next((c for c in cands if c.runs and c.peak + excess <= budget
+                     and c not in tried), None)
         if pick is None:
             break
         tried.append(pick)
-        runs, segment_of = planner.names(pick)
-        module = rebuild(model, gm, segment_of)
-        if not verify:
-            return module, _result(budget, None, None, pick, fwd, runs, cands, 0, took + [0.0])
-        peak = plain if not pick.runs else measure_peak(module, inputs, loss_fn)
-        if best is None or peak < best[0]:
-            best = (peak, pick)
+        module = _build(model, gm, planner, pick)
+        peak, secs = measure_step(module, inputs, loss_fn)
+        done.steps += 4
+        least = peak if least is None else min(least, peak)
         if peak <= budget:
-            return module, _result(budget, peak, plain, pick, fwd, runs, cands, len(tried),
-                                   took + [time.perf_counter() - t1])
-        excess = max(excess, peak - pick.peak)
+            fits.append((secs, len(fits), peak, pick, module))
+        else:
+            excess = max(excess, peak - pick.peak)
+    if not fits:
+        raise _budget_error(budget, name, cands, excess, least)
+    secs, _, peak, pick, module = min(fits)
+    return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
+                               time.perf_counter() - t1)
+
+
+class _Done:
+    """What fit has done so far, for its FitResult."""
+
+    def __init__(self, budget, fwd, fwd_s, cands, took):
+        self.budget, self.fwd, self.fwd_s, self.cands, self.took = budget, fwd, fwd_s, cands, took
+        self.steps = 0
+        self.planner = None
+
+    def result(self, cand, measured, plain, attempts, measuring):
+        peak, secs = measured or (None, None)
+        plain_peak, plain_s = plain or (None, None)
+        return FitResult(self.budget, peak, plain_peak, cand.peak, cand.extra_flops, self.fwd,
+                         len(cand.runs), self.planner.names(cand)[0], len(self.cands),
+                         attempts, self.took[0], self.took[1], measuring, secs, plain_s,
+                         cand.extra_seconds, self.fwd_s, sum(len(g) for g in cand.inner),
+                         self.steps)
+
+
+def _build(model, gm, planner, cand):
+    runs, segment_of, nested = planner.names(cand)
+    module = rebuild(model, gm, segment_of, nested)
+    module.memplan_runs = runs
+    return module
+
+
+def _budget_error(budget, name, cands, excess, least_measured):
     least = min(cands, key=lambda c: c.peak)
-    what = (f"the smallest measured peak was {best[0]} bytes" if best else
+    what = (f"the smallest measured peak was {least_measured} bytes" if least_measured else
             f"the smallest planned peak is {least.peak} bytes ({excess:+d} bytes measured "
             f"beside the plan)")
-    raise BudgetError(f"budget {budget} bytes cannot be met by checkpointing {name}: {what}",
-                      best[0] if best else least.peak + excess)
-
-
-def cands_none(cands):
-    return next(c for c in cands if not c.runs)
-
-
-def _result(budget, peak, plain, cand, fwd, runs, cands, attempts, seconds):
-    return FitResult(budget, peak, plain, cand.peak, cand.extra_flops, fwd, len(runs), runs,
-                     len(cands), attempts, *seconds)
+    return BudgetError(f"budget {budget} bytes cannot be met by checkpointing {name}: {what}",
+                       least_measured or least.peak + excess)

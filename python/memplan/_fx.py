@@ -7,6 +7,7 @@ trace, so a plan's node names name the module's own nodes.
 """
 
 import contextlib
+import time
 
 import torch
 import torch.fx
@@ -41,23 +42,98 @@ def frozen(model):
         model.train(training)
 
 
-def trace(model):
-    """The fx GraphModule of model (symbolic tracing; leaf nn modules kept)."""
+class _Tracer(torch.fx.Tracer):
+    """symbolic_trace's tracer that also writes each node's module path in
+    node.meta["mp_path"] (the innermost module whose forward made it: the
+    pieces checkpoint_sequential-shaped candidates group by), and with
+    `chunks` traces every unidirectional nn.LSTM as `chunks` calls of the
+    same module over consecutive time chunks, the (h, c) state carried
+    (rnn_chunks: {module path: number of chunks})."""
+
+    def __init__(self, rnn_chunks=None):
+        super().__init__()
+        self.path = []
+        self.rnn_chunks = rnn_chunks or {}
+
+    def call_module(self, m, forward, args, kwargs):
+        name = self.path_of_module(m)
+        self.path.append(name)
+        try:
+            chunks = self.rnn_chunks.get(name)
+            if chunks and not kwargs and len(args) in (1, 2):
+                return self._chunked(m, forward, args, chunks)
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.path.pop()
+
+    def _chunked(self, m, forward, args, bounds):
+        dim = 1 if m.batch_first else 0
+        outs, state = [], args[1] if len(args) == 2 else None
+        for start, length in bounds:
+            piece = args[0].narrow(dim, start, length)
+            out = super().call_module(m, forward, (piece,) if state is None else (piece, state),
+                                      {})
+            outs.append(out[0])
+            state = out[1]
+        return torch.cat(outs, dim), state
+
+    def create_proxy(self, *args, **kwargs):
+        proxy = super().create_proxy(*args, **kwargs)
+        proxy.node.meta["mp_path"] = self.path[-1] if self.path else ""
+        return proxy
+
+
+def trace(model, rnn_chunks=None):
+    """The fx GraphModule of model (symbolic tracing; leaf nn modules kept;
+    rnn_chunks as _Tracer's)."""
     try:
         with py311_unpack_fix():
-            return torch.fx.symbolic_trace(model)
+            tracer = _Tracer(rnn_chunks)
+            graph = tracer.trace(model)
+            return torch.fx.GraphModule(tracer.root, graph, model.__class__.__name__)
     except Exception as e:
         text = str(e).strip().splitlines()
         raise ExportError("torch.fx cannot trace the model: %s"
                           % (text[0] if text else type(e).__name__)) from None
 
 
-def capture(model, inputs, name="model"):
+def rnn_chunks(model, inputs, steps=16):
+    """{module path: [(start, length)...]}: time chunks of about `steps`
+    steps (at most 8 chunks) for every unidirectional, unpacked nn.LSTM of
+    model, from the sequence length it sees on inputs (one forward pass in
+    eval mode, no grad; model left as it was).  Chunking changes no value
+    of the forward pass, but the input weights' gradient becomes a sum of
+    per-chunk products: equal up to float rounding, not bit for bit."""
+    seen, hooks = {}, []
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.LSTM) and not m.bidirectional and m.num_layers >= 1:
+            def hook(mod, args, name=name):
+                x = args[0] if args else None
+                if isinstance(x, torch.Tensor) and x.dim() == 3:
+                    seen.setdefault(name, x.shape[1 if mod.batch_first else 0])
+            hooks.append(m.register_forward_pre_hook(hook))
+    try:
+        with frozen(model), torch.no_grad():
+            model.eval()
+            model(*as_tuple(inputs))
+    finally:
+        for h in hooks:
+            h.remove()
+    out = {}
+    for name, t in seen.items():
+        n = max(1, min(8, t // steps))
+        if n > 1:
+            cuts = [t * i // n for i in range(n + 1)]
+            out[name] = [(a, b - a) for a, b in zip(cuts, cuts[1:])]
+    return out
+
+
+def capture(model, inputs, name="model", rnn_chunks=None):
     """(gm, graph dict): the fx trace of model and its memplan-graph/1
     forward graph recorded on inputs (run once in eval mode, no grad; the
-    model is left as it was)."""
+    model is left as it was).  rnn_chunks: as trace's."""
     inputs = as_tuple(inputs)
-    gm = trace(model)
+    gm = trace(model, rnn_chunks)
     with frozen(model):
         model.eval()
         info = [{"kind": "input", "name": "input" if len(inputs) == 1 else f"input{i}"}
@@ -72,13 +148,23 @@ def capture(model, inputs, name="model"):
 
 
 class _SavedBy(torch.fx.Interpreter):
-    """Runs a GraphModule node by node, naming the node that is running."""
+    """Runs a GraphModule node by node, naming the node that is running and
+    adding up the seconds each node takes (times)."""
 
     current = None
 
+    def __init__(self, gm):
+        super().__init__(gm, garbage_collect_values=False)   # every value
+        # stays alive to the end, so no storage address is reused in a run
+        self.times = {}
+
     def run_node(self, n):
         self.current = n.name
-        return super().run_node(n)
+        t0 = time.perf_counter()
+        try:
+            return super().run_node(n)
+        finally:
+            self.times[n.name] = time.perf_counter() - t0
 
 
 def _storage(t):
@@ -86,37 +172,47 @@ def _storage(t):
     return s.data_ptr(), s.nbytes()
 
 
-def hidden_saved_bytes(model, gm, inputs):
-    """{fx node name: bytes}: what autograd saves for the backward pass while
-    a node runs that is none of the graph's values -- the insides of leaf
-    modules the graph cannot see (an LSTM's gates, a Transformer layer's
-    attention), which checkpointing the node frees too.  Measured by saved-
-    tensor hooks over one forward pass in train mode; model left as it was."""
+def profile_nodes(model, gm, inputs, runs=2):
+    """({fx node name: bytes}, {fx node name: seconds}).
+
+    Bytes: what autograd saves for the backward pass while a node runs that
+    is none of the graph's values -- the insides of leaf modules the graph
+    cannot see (an LSTM's gates, a Transformer layer's attention), which
+    checkpointing the node frees too; measured by saved-tensor hooks.
+    Seconds: each node's forward time in train mode with autograd recording
+    (what recomputing it costs), the least of `runs` forward passes (the
+    first pays one-time costs).  Model left as it was."""
     inputs = as_tuple(inputs)
-    visible, saved = set(), {}
-    runner = _SavedBy(gm, garbage_collect_values=False)   # every value stays
-    # alive to the end, so no storage address is reused during the run
-
-    def pack(t):
-        if t.layout == torch.strided and t.numel():
-            saved.setdefault(_storage(t), runner.current)
-        return t
-
+    visible, saved, times = set(), {}, {}
     with frozen(model):
         model.train()
         for t in list(model.parameters()) + list(model.buffers()) + list(inputs):
             if isinstance(t, torch.Tensor):
                 visible.add(_storage(t)[0])
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            result = runner.run(*inputs)
-        for value in list(runner.env.values()) + [result]:
-            for t in _flat_tensors(value):
-                visible.add(_storage(t)[0])
+        for i in range(max(1, runs)):
+            runner = _SavedBy(gm)
+
+            def pack(t, runner=runner):
+                if t.layout == torch.strided and t.numel():
+                    saved.setdefault(_storage(t), runner.current)
+                return t
+
+            if i == 0:
+                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                    result = runner.run(*inputs)
+                for value in list(runner.env.values()) + [result]:
+                    for t in _flat_tensors(value):
+                        visible.add(_storage(t)[0])
+            else:
+                runner.run(*inputs)
+            for k, v in runner.times.items():
+                times[k] = min(v, times.get(k, v))
+            del runner
     out = {}
     for (ptr, nbytes), node in saved.items():
         if ptr not in visible and node is not None:
             out[node] = out.get(node, 0) + nbytes
-    return out
+    return out, times
 
 
 def _flat_tensors(value):
@@ -129,34 +225,58 @@ def _flat_tensors(value):
     return []
 
 
+_REPLAY = [0]     # > 0 while a checkpointed part is being recomputed
+_GRAD = torch.ones((), requires_grad=True)   # see Checkpointed.forward
+
+
 class Checkpointed(torch.nn.Module):
     """A run of nodes whose activations are dropped in the forward pass and
-    recomputed in the backward pass (torch.utils.checkpoint, non-reentrant).
+    recomputed in the backward pass.
 
-    The recomputation runs the nodes a second time in train mode, which
-    would move batch-norm running statistics twice per step; they are put
-    back after it, so the model trains exactly like the unmodified one."""
+    The outer level uses torch's non-reentrant checkpoint.  A part nested
+    inside a checkpointed part (chen2016's recursion: its values are dropped
+    again while the outer part is recomputed) uses the reentrant one: torch
+    1.13's non-reentrant checkpoint keeps its inputs in a closure, so a
+    nested one would hold them for the whole step; the reentrant one saves
+    them with save_for_backward, through the outer level's saved-tensor
+    hooks, and runs its function without autograd.  It passes _GRAD, a
+    tensor that requires grad, so that its parameters get gradients when no
+    input requires one.
 
-    def __init__(self, inner):
+    Recomputations run the nodes again in train mode, which would move
+    batch-norm running statistics more than once per step; every run but
+    the step's own first one puts them back, so the model trains exactly
+    like the unmodified one."""
+
+    def __init__(self, inner, nested=False):
         super().__init__()
         self.inner = inner
+        self.nested = nested
         self._first = False
 
     def forward(self, *args):
-        self._first = True
+        self._first = _REPLAY[0] == 0
+        if self.nested:
+            return checkpoint(self._run_nested, _GRAD, *args, use_reentrant=True)
         return checkpoint(self._run, *args, use_reentrant=False)
+
+    def _run_nested(self, _grad, *args):
+        return self._run(*args)
 
     def _run(self, *args):
         if self._first:
             self._first = False
             return self.inner(*args)
         saved = [(b, b.detach().clone()) for b in self.inner.buffers()]
+        _REPLAY[0] += 1
         try:
             return self.inner(*args)
         finally:
-            with torch.no_grad():
-                for b, v in saved:
-                    b.copy_(v)
+            _REPLAY[0] -= 1
+            # through .data: no version bump, or the autograd graph just
+            # recomputed (which saved the statistics) would refuse to run
+            for b, v in saved:
+                b.data.copy_(v)
 
 
 def _absorb(gm, segment_of):
@@ -196,11 +316,28 @@ def _merge_silent_parts(gm, part, ckpt):
             nodes[into] = nodes[into] + nodes[p]
 
 
-def rebuild(model, gm, segment_of):
+def rebuild(model, gm, segment_of, nested=None):
     """model's GraphModule split into consecutive parts, the parts named in
     segment_of (fx node name -> segment number) wrapped in Checkpointed.
+    nested: {segment number: {fx node name: inner segment number}}: runs
+    inside a segment, checkpointed again inside it (Checkpointed, nested).
     Parameters and buffers are model's own (shared, not copied)."""
-    part, last, parts, ckpt = {}, None, -1, set()
+    split, parts = _split(model, gm, segment_of)
+    for k, part in parts.items():
+        inner = (nested or {}).get(k)
+        if inner:
+            sub = getattr(split, part).inner
+            names = {n.name for n in sub.graph.nodes}
+            inner = {n: j for n, j in inner.items() if n in names}
+            if inner:
+                getattr(split, part).inner = _split(sub, sub, inner, nested=True)[0]
+    split.memplan_checkpointed = len(parts)
+    return split
+
+
+def _split(root, gm, segment_of, nested=False):
+    """(GraphModule of parts, {segment number: part attribute name})."""
+    part, last, parts, ckpt = {}, None, -1, {}
     segment_of = _absorb(gm, segment_of)
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "output"):
@@ -211,11 +348,12 @@ def rebuild(model, gm, segment_of):
             last = key
         part[n.name] = parts
         if key[0] == "ckpt":
-            ckpt.add(parts)
+            ckpt[parts] = key[1]
     _merge_silent_parts(gm, part, ckpt)
-    split = split_module(gm, model, lambda n: part[n.name])
+    split = split_module(gm, root, lambda n: part[n.name])
+    out = {}
     for k in sorted(ckpt):
         name = f"submod_{k}"
-        setattr(split, name, Checkpointed(getattr(split, name)))
-    split.memplan_checkpointed = len(ckpt)
-    return split
+        setattr(split, name, Checkpointed(getattr(split, name), nested))
+        out[ckpt[k]] = name
+    return split, out

@@ -57,15 +57,7 @@ def _peak_of(prof):
 def measure_peak(model, inputs, loss_fn=None):
     """Peak bytes allocated by one training step of model on inputs (after
     a warm-up step), by torch.profiler's memory events.  model unchanged."""
-    inputs, loss_fn = as_tuple(inputs), loss_fn or default_loss
-    with frozen(model):
-        model.train()
-        _zero_grads(model)
-        _step(model, inputs, loss_fn)
-        _zero_grads(model)
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            _step(model, inputs, loss_fn)
-    return _peak_of(prof)
+    return measure_step(model, inputs, loss_fn, repeat=0)[0]
 
 
 def measure_time(model, inputs, loss_fn=None, repeat=3):
@@ -84,3 +76,25 @@ def measure_time(model, inputs, loss_fn=None, repeat=3):
             times.append(time.perf_counter() - t0)
     times.sort()
     return times[len(times) // 2]
+
+
+def measure_step(model, inputs, loss_fn=None, repeat=2):
+    """(peak bytes, seconds) of a training step: a warm-up step, one step
+    profiled for its peak (as measure_peak), then the least of `repeat`
+    timed steps (the least: on a shared machine other work only ever adds
+    time; None with repeat=0).  2 + repeat steps in all; model unchanged."""
+    inputs, loss_fn = as_tuple(inputs), loss_fn or default_loss
+    times = []
+    with frozen(model):
+        model.train()
+        _zero_grads(model)
+        _step(model, inputs, loss_fn)
+        _zero_grads(model)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            _step(model, inputs, loss_fn)
+        for _ in range(repeat):
+            _zero_grads(model)
+            t0 = time.perf_counter()
+            _step(model, inputs, loss_fn)
+            times.append(time.perf_counter() - t0)
+    return _peak_of(prof), min(times) if times else None

@@ -7,7 +7,8 @@
     >>> how.measured_peak <= plain // 2
     True
 
-fit() checkpoints the runs of nodes the C planner chooses (docs/python.md);
+fit() checkpoints the runs of nodes the C planner proposes and real measured
+steps choose (docs/python.md);
 the module it returns shares the model's parameters and trains to the same
 loss and gradients.  report() tells what uses memory (memplan._report).
 export_module() turns any nn.Module into a memplan-graph/1 dict.
@@ -15,7 +16,7 @@ export_module() turns any nn.Module into a memplan-graph/1 dict.
 
 from ._fit import FitResult, fit  # noqa: F401
 from ._fx import capture  # noqa: F401
-from ._measure import default_loss, measure_peak, measure_time  # noqa: F401
+from ._measure import default_loss, measure_peak, measure_step, measure_time  # noqa: F401
 from .recompute import BudgetError  # noqa: F401
 from .trace import export_module  # noqa: F401
 

@@ -1,0 +1,165 @@
+"""Tests of what memplan.torch.fit chooses and how it applies nested plans
+(tests/python/test_torch.py covers fitting under budgets in general).
+
+Nested checkpointing (a checkpointed run whose insides are checkpointed
+again) must train bit-identically to the unmodified model, like a flat
+plan; time-chunked LSTMs (exact=False) compute the same forward values and
+gradients equal up to float rounding.  fit measures a bounded number of
+real steps and returns the fastest fitting module, and its candidates
+include every segmentation checkpoint_sequential would make.  Small
+models: the module runs in well under a minute on 2 cores.
+"""
+
+import copy
+import os
+import sys
+import unittest
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import memplan.torch as mpt                     # noqa: E402
+from memplan._fit import Planner                # noqa: E402
+from memplan._fx import capture, rebuild       # noqa: E402
+from test_torch import LSTMNet, train           # noqa: E402
+
+torch.set_num_threads(2)
+
+
+class Block(nn.Module):
+    """conv-bn-relu-dropout-conv-bn plus the input (a residual block)."""
+
+    def __init__(self, c=16, dropout=0.1):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(),
+                                  nn.Dropout(dropout), nn.Conv2d(c, c, 3, padding=1),
+                                  nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + x)
+
+
+class ResNetish(nn.Module):
+    def __init__(self, blocks=6, c=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 3, padding=1)
+        self.blocks = nn.Sequential(*[Block(c) for _ in range(blocks)])
+        self.head = nn.Linear(c, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+def same_training(test, model, fitted, inputs):
+    """3 SGD steps of fitted (sharing model's parameters) and of a copy of
+    model taken now: losses, gradients, parameters and buffers equal."""
+    ref = copy.deepcopy(model)
+    test.assertEqual(train(ref, inputs), train(fitted, inputs))
+    for (k, a), (_, b) in zip(ref.state_dict().items(), model.state_dict().items()):
+        test.assertTrue(torch.equal(a, b), k)
+    for (k, p), q in zip(ref.named_parameters(), model.parameters()):
+        test.assertTrue(torch.equal(p.grad, q.grad), k)
+
+
+class Nested(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        self.model, self.x = ResNetish(), torch.randn(8, 3, 32, 32)
+        self.gm, _ = capture(self.model, self.x)
+        names = [n.name for n in self.gm.graph.nodes if n.op not in ("placeholder", "output")]
+        self.block_of = {n.name: n.meta["mp_path"].split(".")[1] for n in self.gm.graph.nodes
+                         if n.meta.get("mp_path", "").startswith("blocks.")}
+        # one run: every block; nested in it: each block but the last
+        self.outer = {n: 0 for n in names if n in self.block_of}
+        self.inner = {0: {n: int(b) for n, b in self.block_of.items() if int(b) < 5}}
+
+    def test_nested_runs_train_exactly(self):
+        """Batch norm in every block (its statistics must move once per
+        step although the blocks run three times) and dropout (the masks
+        must be replayed at both levels)."""
+        fitted = rebuild(self.model, self.gm, self.outer, self.inner)
+        self.assertEqual(sum(isinstance(m, type(fitted.submod_1)) for m in fitted.modules()), 6)
+        same_training(self, self.model, fitted, (self.x,))
+
+    def test_nesting_lowers_the_measured_peak(self):
+        """Measured: while the run is recomputed, only the nested runs'
+        inputs stay, not every block's activations."""
+        flat = mpt.measure_peak(rebuild(self.model, self.gm, self.outer), self.x)
+        nested = mpt.measure_peak(rebuild(self.model, self.gm, self.outer, self.inner), self.x)
+        self.assertLess(nested, 0.8 * flat)
+
+    def test_planner_models_nesting(self):
+        """The planner's peak of the nested plan is below the flat one's,
+        and it recomputes the nested blocks a second time."""
+        _, graph = capture(self.model, self.x)
+        p = Planner(graph, "m")
+        ids = {p.nodes[v].name: v for v in p.forward}
+        run = [ids[n] for n in self.outer if n in ids]
+        inner = [[ids[n] for n, b in self.inner[0].items() if b == k and n in ids]
+                 for k in range(5)]
+        flat, nested = p.evaluate([run]), p.evaluate([run], [inner])
+        self.assertLess(nested.peak, flat.peak)
+        again = sum(p.remat.node_flops(v) for r in inner for v in r)
+        self.assertEqual(nested.extra_flops, flat.extra_flops + again)
+
+
+class Choice(unittest.TestCase):
+    def test_sequential_segmentations_are_candidates(self):
+        """For every k, what checkpoint_sequential(model, k) checkpoints on
+        an nn.Sequential of 8 pieces (the first k - 1 segments of 8 // k
+        pieces) is one of fit's candidates."""
+        model = nn.Sequential(*[Block() for _ in range(8)])
+        gm, graph = capture(model, torch.randn(2, 16, 8, 8))
+        paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
+        p = Planner(graph, "m", paths=paths,
+                    leaves=[n.name for n in gm.graph.nodes if n.op == "call_module"])
+        runs = {tuple(tuple(p.nodes[v].name for v in r) for r in c.runs)
+                for c in p.candidates() if not c.inner}
+        pieces = [[n for n, q in paths.items() if q.split(".")[0] == str(b)] for b in range(8)]
+        for k in range(2, 9):
+            size = 8 // k
+            want = tuple(tuple(sum(pieces[i * size:(i + 1) * size], [])) for i in range(k - 1))
+            self.assertIn(want, runs, k)
+
+    def test_fit_measures_few_steps_and_returns_the_fastest(self):
+        torch.manual_seed(0)
+        model, x = ResNetish(), torch.randn(8, 3, 32, 32)
+        plain = mpt.measure_peak(model, x)
+        fitted, how = mpt.fit(model, x, int(plain * 0.6), trials=2, attempts=3)
+        self.assertLessEqual(how.measured_peak, int(plain * 0.6))
+        self.assertLessEqual(how.attempts, 3)
+        self.assertEqual(how.steps, 4 * (how.attempts + 1))      # and the plain model's
+        self.assertGreater(how.extra_seconds, 0)
+        self.assertLessEqual(how.extra_seconds, 3 * how.forward_seconds)
+        self.assertGreater(how.measured_seconds, 0)
+        same_training(self, model, fitted, (x,))
+
+
+class TimeChunks(unittest.TestCase):
+    def test_chunked_lstm_fits_where_whole_layers_cannot(self):
+        """Three LSTM layers at 0.45 of the plain peak: whole layers do not
+        fit (each is recomputed with all its gates live); time chunks do.
+        The forward values are equal; the input weights' gradients are
+        sums over chunks, equal to a stated tolerance."""
+        torch.manual_seed(0)
+        model, x = LSTMNet(layers=3, f=16, h=64), torch.randn(8, 64, 16)
+        budget = int(mpt.measure_peak(model, x) * 0.45)
+        with self.assertRaises(mpt.BudgetError):
+            mpt.fit(model, x, budget, attempts=1)
+        fitted, how = mpt.fit(model, x, budget, exact=False)
+        self.assertLessEqual(how.measured_peak, budget)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(fitted(x), model(x)))
+        ref = copy.deepcopy(model)
+        a, b = train(ref, (x,)), train(fitted, (x,))
+        for la, lb in zip(a, b):
+            self.assertAlmostEqual(la, lb, places=5)
+        for (k, p), q in zip(ref.named_parameters(), model.parameters()):
+            self.assertTrue(torch.allclose(p, q, rtol=1e-4, atol=1e-6), k)
+
+
+if __name__ == "__main__":
+    unittest.main()
