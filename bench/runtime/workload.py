@@ -93,7 +93,8 @@ def main():
     print(json.dumps({
         "model": name, "batch": batch, "mode": mode, "warmup": warmup,
         "steps": steps, "times_ms": [round(t, 3) for t in times],
-        "median_ms": round(med, 3), "checksum": h.hexdigest()[:16],
+        "median_ms": round(med, 3), "mean_ms": round(sum(timed) / n, 3),
+        "checksum": h.hexdigest()[:16],
         "value": repr(total), "hwm_before_kib": hwm_before,
         "hwm_warmup_kib": hwm_warm, "hwm_timed_kib": vm("VmHWM") if reset else -1,
         "rss_end_kib": vm("VmRSS"),
