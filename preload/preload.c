@@ -130,8 +130,15 @@ void mpp__say(const char *fmt, ...) {
 static void *sym(const char *name) { return dlsym(RTLD_NEXT, name); }
 
 /* 1 when the real functions are usable; 0 while this thread runs dlsym. */
-static int ready(void) {
-    if (atomic_load_explicit(&resolved, memory_order_acquire)) return 1;
+static int resolve(void);
+
+static inline int ready(void) {
+    if (__builtin_expect(atomic_load_explicit(&resolved, memory_order_acquire), 1)) return 1;
+    return resolve();
+}
+
+/* ready's slow side: resolves the real functions once. */
+static int resolve(void) {
     if (t_resolving) return 0;
     t_resolving = 1;
     pthread_mutex_lock(&resolve_mu);
@@ -369,7 +376,7 @@ static void *noted(void *p, size_t size) {
 }
 
 /* A block for a request that goes to the arena, NULL: forward it. */
-static void *arena_alloc(size_t size) {
+static inline void *arena_alloc(size_t size) {
     mp_arena_t *a = atomic_load_explicit(&arena, memory_order_acquire);
     /* the replay that follows the plan: no errno to keep, nothing to
      * register (a region block), no trim left to make */
