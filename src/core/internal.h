@@ -170,4 +170,22 @@ bool mp__tset_prev(const mp__tset *s, uint64_t k1, uint64_t k2, uint64_t *o1, ui
 /* Ensures *cap >= need for an array of elements of size width. */
 mp_status mp__grow(void **arr, size_t *cap, size_t need, size_t width);
 
+/* ---- auto's watch over a running candidate (auto.c) ------------------- */
+
+/* Offset strategies that build a plan in steps call mp__watch_stop every
+ * step with the footprint so far (which never drops).  Outside auto it is
+ * always false.  Inside auto it is true once the candidate can no longer
+ * win -- its footprint so far exceeds a finished candidate's, or equals it
+ * and that candidate comes first in auto's order -- and the strategy then
+ * returns MP__STOPPED.  It may also block for a while: a candidate already
+ * above the offset bound waits while another candidate, which may still
+ * meet the bound, runs (see auto.c).  Polled every 4096 steps. */
+typedef struct mp__watch mp__watch;
+extern _Thread_local mp__watch *mp__cur_watch;
+bool mp__watch_poll(mp__watch *w, uint64_t partial);
+enum { MP__STOPPED = 100 }; /* an mp_status only strategies under auto return */
+static inline bool mp__watch_stop(size_t step, uint64_t partial) {
+    return (step & 4095) == 0 && mp__cur_watch && mp__watch_poll(mp__cur_watch, partial);
+}
+
 #endif /* MEMPLAN_INTERNAL_H */

@@ -12,7 +12,22 @@
  * have two cores), in order, in batches: after each batch we stop if a plan
  * met the bound.  The winner is the first candidate in order with the
  * smallest footprint, exactly what a sequential run picks; only the
- * report's `tried` count can be one higher than sequential. */
+ * report's `tried` count can be one higher than sequential.
+ *
+ * The watch.  Strategies that place buffers one at a time (the gap-fit
+ * placer, strip-bestfit) report their footprint so far, which only grows.
+ * A candidate stops as soon as it can no longer win: its footprint so far
+ * is above a finished candidate's, or equal to it and that candidate comes
+ * first.  And a candidate whose footprint so far is above the bound (so it
+ * cannot be optimal) waits while the other candidate of its batch runs
+ * unwaiting: that one may still meet the bound, which settles everything.
+ * On DNN-shaped inputs greedy-size passes the bound after ~15% of its
+ * placements, then sleeps while strip-bestfit meets the bound alone, and
+ * is stopped: the two no longer split the cores (and caches) for the whole
+ * run.  When the other does not meet the bound the waiter resumes, so the
+ * worst case is the two run one after the other.  A stopped candidate
+ * could not have won, so the winner, and the plan, are those of a run
+ * without the watch; it still counts in `tried`. */
 #include "../core/internal.h"
 #include "../strategies/strategies.h"
 
@@ -37,15 +52,59 @@ typedef struct job {
     mp_plan_t *plan;             /* one per candidate */
     mp_status *status;
     bool *ran;
+    /* The watch's state, under mu: per candidate running (started, not
+     * finished), waiting (blocked in mp__watch_poll), done (a plan). */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool *running, *waiting, *done;
 } job;
+
+struct mp__watch { job *j; size_t c; };
+
+_Thread_local mp__watch *mp__cur_watch;
+
+/* Whether candidate c, at footprint `partial` so far, can no longer win
+ * against a finished candidate.  Under mu. */
+static bool beaten(const job *j, size_t c, uint64_t partial) {
+    for (size_t d = 0; d < j->n_cand; d++)
+        if (j->done[d] && (partial > j->plan[d].footprint || (partial == j->plan[d].footprint && d < c)))
+            return true;
+    return false;
+}
+
+bool mp__watch_poll(mp__watch *w, uint64_t partial) {
+    job *j = w->j;
+    bool stop;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        if ((stop = beaten(j, w->c, partial)) || partial <= j->lb) break;
+        bool other = false; /* another candidate runs and is not waiting */
+        for (size_t d = 0; d < j->n_cand; d++) other |= d != w->c && j->running[d] && !j->waiting[d];
+        if (!other) break;
+        j->waiting[w->c] = true;
+        pthread_cond_wait(&j->cv, &j->mu);
+        j->waiting[w->c] = false;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return stop;
+}
 
 typedef struct task { job *j; size_t c; } task;
 
 static void *run_task(void *arg) {
     task *t = arg;
     job *j = t->j;
-    j->status[t->c] = mp__run_strategy(j->cand[t->c], j->b, j->n, &j->plan[t->c]);
+    mp__watch w = {j, t->c};
+    mp__cur_watch = &w;
+    mp_status s = mp__run_strategy(j->cand[t->c], j->b, j->n, &j->plan[t->c]);
+    mp__cur_watch = NULL;
+    pthread_mutex_lock(&j->mu);
+    j->status[t->c] = s == (mp_status)MP__STOPPED ? MP_OK : s;
+    j->done[t->c] = s == MP_OK;
+    j->running[t->c] = false;
     j->ran[t->c] = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
     return NULL;
 }
 
@@ -53,6 +112,12 @@ static size_t thread_count(size_t n) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* Threads cost more than they save on small problems. */
     return cpus > 1 && n >= 20000 ? MAX_THREADS : 1;
+}
+
+static void set_running(job *j, size_t c, bool on) {
+    pthread_mutex_lock(&j->mu);
+    j->running[c] = on;
+    pthread_mutex_unlock(&j->mu);
 }
 
 /* Runs the candidates in batches of one per thread (the caller runs the
@@ -67,18 +132,21 @@ static mp_status run_all(job *j) {
         pthread_t th[MAX_THREADS];
         bool started[MAX_THREADS] = {false};
         size_t m = j->n_cand - c0 < nt ? j->n_cand - c0 : nt;
-        for (size_t k = 0; k < m; k++) t[k] = (task){j, c0 + k};
-        for (size_t k = 1; k < m; k++) started[k] = pthread_create(&th[k], NULL, run_task, &t[k]) == 0;
+        /* No thread runs yet: running[] needs no lock until the first. */
+        for (size_t k = 0; k < m; k++) t[k] = (task){j, c0 + k}, j->running[c0 + k] = true;
+        for (size_t k = 1; k < m; k++)
+            if (!(started[k] = pthread_create(&th[k], NULL, run_task, &t[k]) == 0))
+                set_running(j, c0 + k, false); /* it runs later, here */
         run_task(&t[0]);
         for (size_t k = 1; k < m; k++) {
             if (started[k]) pthread_join(th[k], NULL);
-            else run_task(&t[k]); /* no thread to be had: run it here */
+            else set_running(j, c0 + k, true), run_task(&t[k]); /* no thread to be had */
         }
         for (size_t k = 0; k < m; k++) {
             size_t c = c0 + k;
             if (j->status[c] != MP_OK)
                 return mp__err(j->status[c], "auto: %s failed", j->cand[c]->info.name);
-            at_bound |= j->plan[c].footprint == j->lb;
+            at_bound |= j->done[c] && j->plan[c].footprint == j->lb;
         }
     }
     return MP_OK;
@@ -101,7 +169,13 @@ mp_status mp__auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_repor
     j.plan = calloc(nreg, sizeof *j.plan);
     j.status = calloc(nreg, sizeof *j.status);
     j.ran = calloc(nreg, sizeof *j.ran);
-    mp_status s = j.cand && j.plan && j.status && j.ran ? MP_OK : MP__NOMEM();
+    j.running = calloc(nreg, sizeof *j.running);
+    j.waiting = calloc(nreg, sizeof *j.waiting);
+    j.done = calloc(nreg, sizeof *j.done);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    mp_status s = j.cand && j.plan && j.status && j.ran && j.running && j.waiting && j.done
+                      ? MP_OK : MP__NOMEM();
     for (size_t o = 0; s == MP_OK && o < sizeof auto_order / sizeof auto_order[0]; o++)
         for (size_t i = 0; i < nreg; i++)
             if (reg[i].in_auto && !strcmp(reg[i].info.name, auto_order[o])) j.cand[j.n_cand++] = &reg[i];
@@ -112,6 +186,7 @@ mp_status mp__auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_repor
     for (size_t c = 0; s == MP_OK && c < j.n_cand; c++) {
         if (!j.ran[c]) continue;
         r.tried++;
+        if (!j.done[c]) continue; /* stopped: it could not have won */
         if (best == nreg || j.plan[c].footprint < j.plan[best].footprint) best = c;
     }
     if (s == MP_OK && best < nreg) {
@@ -124,6 +199,9 @@ mp_status mp__auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_repor
     }
     for (size_t c = 0; j.plan && c < j.n_cand; c++) mp_plan_free(&j.plan[c]);
     free(j.cand), free(j.plan), free(j.status), free(j.ran);
+    free(j.running), free(j.waiting), free(j.done);
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.cv);
     if (s == MP_OK && rep) *rep = r;
     return s;
 }

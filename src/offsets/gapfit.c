@@ -344,6 +344,7 @@ mp_status mp__gapfit_run(const mp_buffer_t *b, size_t n, const size_t *order,
     for (size_t i = 0; s == MP_OK && i < n; i++) {
         if (i + AHEAD < n) prefetch_leaf(&g, seq[i + AHEAD]);
         s = mp__gapfit_place_leaf(&g, seq[i]);
+        if (s == MP_OK && mp__watch_stop(i, g.top)) s = (mp_status)MP__STOPPED;
     }
     if (s == MP_OK) mp__gapfit_finish(&g);
     mp__gapfit_free(&g);

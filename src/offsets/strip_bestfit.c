@@ -112,6 +112,7 @@ typedef struct strip {
     kdn *kd;               /* the 2-d tree, nodes 1..n; built on first use */
     lbucket bk[65];        /* radix heap of the lines' keys, some stale */
     uint64_t last;         /* the last height popped */
+    uint64_t top;          /* the footprint so far: highest buffer end */
 } strip;
 
 static const cand NONE = {0, MP__NIL, MP__NIL};
@@ -464,6 +465,7 @@ static mp_status place(strip *s, size_t a, size_t r, uint64_t *offset) {
     size_t e = ln[a].end, f = s->it[r].f, g = s->it[r].g;
     uint64_t h = ln[a].h, off = mp__align_up(h, bx->align), top = off + bx->size;
     offset[s->it[r].x] = off;
+    s->top = mp__max64(s->top, top);
     take(s, r);
     mp_status st;
     if (g < e) { /* right remainder [g, e) stays at h */
@@ -519,8 +521,9 @@ static mp_status lift(strip *s, size_t a) {
 }
 
 static mp_status pack(strip *s, uint64_t *offset) {
-    for (size_t placed = 0; placed < s->n;) {
+    for (size_t placed = 0, step = 0; placed < s->n; step++) {
         size_t a, r;
+        if (mp__watch_stop(step, s->top)) return (mp_status)MP__STOPPED; /* auto.c */
         mp_status st = lowest(s, &a);
         if (st == MP_OK) st = search(s, a, s->ln[a].end, &r);
         if (st == MP_OK && r == MP__NIL) st = lift(s, a);
