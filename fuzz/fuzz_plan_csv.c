@@ -6,7 +6,9 @@
  * plan, read for a fixed problem of five buffers (two aligned) so that
  * mutations of a plan alone reach the checker.  A plan the reader accepts
  * goes through mp_plan_check: accepted, its footprint must match the
- * checker's and respect the offsets bound; refused, it must say why. */
+ * checker's and respect the offsets bound; refused, it must say why.  The
+ * same text is also read as a pool plan (pools from the file, then two given
+ * pools) and checked pool by pool. */
 #include "fuzz.h"
 
 #include <stdlib.h>
@@ -21,6 +23,32 @@ static const mp_buffer_t fixed[] = {
     {.id = 7, .first = 0, .last = 3, .size = 24, .align = 8},
     {.id = 9, .first = 3, .last = 3, .size = 1, .align = 0},
 };
+
+/* The text as a pool plan: with the file's pools and with two given ones. */
+static void pool_plan(const uint8_t *text, size_t len, const mp_buffer_t *b, size_t n) {
+    static const mp_pool_t given[2] = {{"fast", 256}, {"dram", 0}};
+    for (int round = 0; round < 2; round++) {
+        mp_pool_plan_t p;
+        mp_status st = mp_pool_plan_read_csv(fz_file(text, len), b, n, round ? given : NULL,
+                                             round ? 2 : 0, &p);
+        if (st != MP_OK) {
+            FZ_CHECK(p.pool == NULL && p.name == NULL, "a failed pool read left a plan");
+            FZ_CHECK(mp_last_error()[0] != 0, "a failed pool read without a message");
+            continue;
+        }
+        FZ_CHECK(p.n == n && (round || p.name != NULL || p.n_pools == 0), "pool plan shape");
+        mp_pool_t found[16];
+        const mp_pool_t *pools = given;
+        if (!round) {
+            FZ_CHECK(p.n_pools <= 16, "more than 16 pools read");
+            for (size_t j = 0; j < p.n_pools; j++) found[j] = (mp_pool_t){p.name[j], 0};
+            pools = found;
+        }
+        st = mp_pool_plan_check(b, n, pools, p.n_pools, &p);
+        FZ_CHECK(st == MP_OK || mp_last_error()[0] != 0, "a refused pool plan without a message");
+        mp_pool_plan_free(&p);
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FZ_MAX_INPUT) return 0;
@@ -40,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     mp_bounds_t bd;
     FZ_CHECK(mp_bounds_compute(pb, n, &bd) == MP_OK, "mp_bounds_compute failed");
+    pool_plan(plan_text, plan_n, pb, n);
     mp_plan_t p;
     mp_status st = mp_plan_read_csv(fz_file(plan_text, plan_n), pb, n, &p);
     if (st != MP_OK) {

@@ -76,6 +76,8 @@ typedef struct mp_pool_plan_t {
     uint64_t *offset;
     uint64_t *footprint;
     const char *strategy; /* static name of the strategy that placed them */
+    char **name;          /* the pools' names when read from a file without
+                             given pools (mp_pool_plan_read_csv), else NULL */
 } mp_pool_plan_t;
 
 /* Fills the k pools in order with the named offset strategy (or "auto"):
@@ -101,6 +103,16 @@ void mp_pool_plan_free(mp_pool_plan_t *plan);
  * replacing path as the other writers do. */
 mp_status mp_pool_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
                                  const mp_pool_t *pools, const mp_pool_plan_t *plan);
+
+/* Reads a pool plan CSV ("id,offset[,size],pool", as mp_pool_plan_write_csv
+ * writes it; rows in any order, every buffer once).  With pools (k > 0) each
+ * row's pool must name one of them and out->n_pools = k; with pools NULL
+ * the pools are the names met in the file in order of first appearance (at
+ * most 16), kept in out->name.  Footprints are computed from the offsets.
+ * MP_EPARSE naming file, line and field; on failure *out is empty.  Free
+ * *out with mp_pool_plan_free. */
+mp_status mp_pool_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n,
+                                const mp_pool_t *pools, size_t k, mp_pool_plan_t *out);
 
 #ifdef __cplusplus
 }

@@ -85,6 +85,20 @@ const char *cli_human(uint64_t bytes, char *buf, size_t len);
  * characters escaped). */
 void cli_json_string(const char *s);
 
+/* Parses --pools SPEC ("fast:256KiB,dram") into pools[] (names point into
+ * buf, a copy of spec; a pool without a size is unlimited and must come
+ * last); returns the count, or 0 after printing an error after "WHO: ". */
+size_t cli_parse_pools(const char *who, const char *spec, char *buf, size_t cap, mp_pool_t *pools,
+                       size_t max);
+
+/* One row per pool (capacity, buffers, footprint), or with json the member
+ * "pools":[...] of an object being printed. */
+void cli_pools_print(const mp_pool_t *pools, size_t k, const mp_pool_plan_t *p, bool json);
+
+/* Whether the first line of the CSV at path that is not blank or a
+ * comment has a column called name (a plain file; false when unreadable). */
+bool cli_csv_has_column(const char *path, const char *name);
+
 /* Milliseconds of a monotonic clock. */
 double cli_now_ms(void);
 

@@ -109,8 +109,8 @@ static int parse(int argc, char **argv, opts *o) {
     if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy))
         return cli_unknown("memplan plan", "strategy", o->strategy, cli_strategy_name,
                            "see 'memplan strategies'");
-    if (o->pools && (o->time_limit > 0 || !strcmp(o->strategy, "all") || o->json || o->svg)) {
-        fprintf(stderr, "memplan plan: --pools works without --time-limit, --strategy all, --json and --svg\n");
+    if (o->pools && (o->time_limit > 0 || !strcmp(o->strategy, "all") || o->svg)) {
+        fprintf(stderr, "memplan plan: --pools works without --time-limit, --strategy all and --svg\n");
         return EXIT_INPUT;
     }
     if (o->time_limit > 0 && strcmp(o->strategy, "auto")) {
@@ -120,51 +120,11 @@ static int parse(int argc, char **argv, opts *o) {
     return o->svg && !cli_svg_name("--svg", o->svg) ? EXIT_INPUT : EXIT_OK;
 }
 
-/* Parses --pools SPEC ("fast:256KiB,dram") into pools[] (names point into
- * buf, a copy of spec); returns the count, 0 after printing an error. */
-static size_t parse_pools(const char *spec, char *buf, size_t cap, mp_pool_t *pools, size_t max) {
-    size_t k = 0;
-    if (strlen(spec) >= cap) {
-        fprintf(stderr, "memplan plan: --pools: too long\n");
-        return 0;
-    }
-    strcpy(buf, spec);
-    for (char *tok = buf, *next; tok; tok = next) {
-        next = strchr(tok, ',');
-        if (next) *next++ = 0;
-        char *size = strchr(tok, ':');
-        if (size) *size++ = 0;
-        if (!*tok || k == max) {
-            fprintf(stderr, "memplan plan: --pools: %s\n", *tok ? "at most 16 pools" : "a pool without a name");
-            return 0;
-        }
-        for (size_t j = 0; j < k; j++)
-            if (!strcmp(pools[j].name, tok)) {
-                fprintf(stderr, "memplan plan: --pools: pool '%s' given twice\n", tok);
-                return 0;
-            }
-        pools[k] = (mp_pool_t){tok, 0};
-        const char *why = size ? cli_parse_size(size, &pools[k].capacity) : NULL;
-        if (why || (size && !pools[k].capacity)) {
-            fprintf(stderr, "memplan plan: --pools: pool '%s': size '%s': %s\n", tok, size,
-                    why ? why : "must be positive");
-            return 0;
-        }
-        if (k && !pools[k - 1].capacity) {
-            fprintf(stderr, "memplan plan: --pools: pool '%s' comes after the unlimited pool '%s' and would stay empty\n",
-                    tok, pools[k - 1].name);
-            return 0;
-        }
-        k++;
-    }
-    return k;
-}
-
 /* memplan plan --pools: one strategy over the pools, a table per pool. */
 static int plan_pools(const opts *o, const mp_buffer_t *b, size_t n, const mp_bounds_t *bd) {
     char buf[1024];
     mp_pool_t pools[16];
-    size_t k = parse_pools(o->pools, buf, sizeof buf, pools, 16);
+    size_t k = cli_parse_pools("memplan plan", o->pools, buf, sizeof buf, pools, 16);
     if (!k) return EXIT_INPUT;
     mp_pool_plan_t p;
     double t0 = cli_now_ms();
@@ -175,18 +135,17 @@ static int plan_pools(const opts *o, const mp_buffer_t *b, size_t n, const mp_bo
     double ms = cli_now_ms() - t0;
     bool valid = mp_pool_plan_check(b, n, pools, k, &p) == MP_OK;
     if (!valid) fprintf(stderr, "memplan: %s made an invalid pool plan: %s\n", o->strategy, mp_last_error());
-    char h1[32], h2[32];
-    if (!cli_stdout_output((const cli_output[]){{"-o", o->out}}, 1)) {
+    char h1[32];
+    if (o->json) {
+        printf("{\"buffers\":%zu,\"lower_bound\":%llu,\"strategy\":", n, (unsigned long long)bd->offsets);
+        cli_json_string(p.strategy);
+        printf(",\"ms\":%.3f,\"valid\":%s,", ms, valid ? "true" : "false");
+        cli_pools_print(pools, k, &p, true);
+        printf("}\n");
+    } else if (!cli_stdout_output((const cli_output[]){{"-o", o->out}}, 1)) {
         printf("%zu buffers; lower bound %s (offsets, one pool); strategy %s, %.3f ms, valid: %s\n\n",
                n, cli_human(bd->offsets, h1, sizeof h1), p.strategy, ms, valid ? "yes" : "NO");
-        printf("%-16s %14s %10s %16s %12s\n", "pool", "capacity", "buffers", "footprint", "");
-        for (size_t j = 0; j < k; j++) {
-            size_t m = 0;
-            for (size_t i = 0; i < n; i++) m += p.pool[i] == j;
-            printf("%-16s %14s %10zu %16llu %12s\n", pools[j].name,
-                   pools[j].capacity ? cli_human(pools[j].capacity, h1, sizeof h1) : "unlimited", m,
-                   (unsigned long long)p.footprint[j], cli_human(p.footprint[j], h2, sizeof h2));
-        }
+        cli_pools_print(pools, k, &p, false);
     }
     int rc = valid ? EXIT_OK : EXIT_INVALID;
     if (o->out && mp_pool_plan_write_csv(o->out, b, n, pools, &p) != MP_OK) {

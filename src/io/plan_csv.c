@@ -1,5 +1,6 @@
 /* plan_csv.c -- plans as CSV: "id,offset,size" rows in buffer order, plus
- * an "object" column for shared-object plans.
+ * an "object" column for shared-object plans, or a "pool" column (the
+ * pool's name) for pool plans (memplan plan --pools; mp_pool_plan_read_csv).
  *
  * The reader matches rows to buffers by id (binary search over sorted ids),
  * accepts rows in any order, and insists every buffer appears exactly once,
@@ -29,24 +30,25 @@ mp_status mp_plan_write_csv(const char *path, const mp_buffer_t *b, size_t n,
 }
 
 typedef struct cols {
-    int id, offset, size, object;
+    int id, offset, size, object, pool;
     size_t n;
     const char *name[16];   /* each column's name, for messages */
 } cols;
 
 static mp_status plan_header(mp__lines *r, char *line, cols *c) {
-    static const char *const known[] = {"id", "offset", "size", "object"};
+    static const char *const known[] = {"id", "offset", "size", "object", "pool"};
     char *f[16];
     size_t k = mp__csv_split(line, f, 16);
-    *c = (cols){.id = -1, .offset = -1, .size = -1, .object = -1, .n = k};
+    *c = (cols){.id = -1, .offset = -1, .size = -1, .object = -1, .pool = -1, .n = k};
     mp_status s = mp__lines_nul(r, f, k < 16 ? k : 16, NULL, 0);
     if (s) return s;
     for (size_t i = 0; i < k && i < 16; i++) {
         size_t j = 0;
-        while (j < 4 && strcmp(f[i], known[j])) j++;
-        int *slots[] = {&c->id, &c->offset, &c->size, &c->object}, *slot = j < 4 ? slots[j] : NULL;
+        while (j < 5 && strcmp(f[i], known[j])) j++;
+        int *slots[] = {&c->id, &c->offset, &c->size, &c->object, &c->pool};
+        int *slot = j < 5 ? slots[j] : NULL;
         if (!slot)
-            return mp__err(MP_EPARSE, "%s:%zu: header: unknown column '%s' (expected id,offset,size[,object])",
+            return mp__err(MP_EPARSE, "%s:%zu: header: unknown column '%s' (expected id,offset,size[,object|,pool])",
                            r->path, r->lineno, f[i]);
         if (*slot >= 0)
             return mp__err(MP_EPARSE, "%s:%zu: header: column '%s' given twice", r->path,
@@ -56,7 +58,38 @@ static mp_status plan_header(mp__lines *r, char *line, cols *c) {
     }
     if (k > 16 || c->id < 0 || c->offset < 0)
         return mp__err(MP_EPARSE, "%s:%zu: header: need columns id and offset", r->path, r->lineno);
+    if (c->object >= 0 && c->pool >= 0)
+        return mp__err(MP_EPARSE, "%s:%zu: header: columns 'object' and 'pool' do not mix", r->path,
+                       r->lineno);
     return MP_OK;
+}
+
+/* The pools a pool plan's rows may name: the caller's (known, k > 0), or
+ * the names met in the file, in order (k == 0; at most MP__MAX_POOLS). */
+#define MP__MAX_POOLS 16
+typedef struct pool_names {
+    const mp_pool_t *known;
+    size_t k;
+    char *met[MP__MAX_POOLS];
+    size_t n_met;
+} pool_names;
+
+/* The index of pool name, adding it when the pools are the file's. */
+static mp_status pool_index(const mp__lines *r, pool_names *pn, const char *name, size_t *out) {
+    size_t m = pn->k ? pn->k : pn->n_met;
+    for (size_t j = 0; j < m; j++)
+        if (!strcmp(pn->k ? pn->known[j].name : pn->met[j], name)) return *out = j, MP_OK;
+    if (pn->k)
+        return mp__err(MP_EPARSE, "%s:%zu: field 'pool': '%s' is not one of the %zu pools given",
+                       r->path, r->lineno, name, pn->k);
+    if (!*name)
+        return mp__err(MP_EPARSE, "%s:%zu: field 'pool': empty", r->path, r->lineno);
+    if (m == MP__MAX_POOLS)
+        return mp__err(MP_EPARSE, "%s:%zu: field 'pool': more than %d pools", r->path, r->lineno,
+                       MP__MAX_POOLS);
+    if (!(pn->met[m] = strdup(name))) return MP__NOMEM();
+    pn->n_met++;
+    return *out = m, MP_OK;
 }
 
 /* Index of the buffer with this id, or n. */
@@ -70,8 +103,10 @@ static size_t lookup(const mp__key *ids, size_t n, uint64_t id) {
     return lo < n && ids[lo].a == id ? ids[lo].i : n;
 }
 
+/* One row into p; a pool plan's pool index goes to p->object[i]. */
 static mp_status plan_row(mp__lines *r, char *line, const cols *c, const mp_buffer_t *b,
-                          size_t n, const mp__key *ids, size_t *seen, mp_plan_t *p) {
+                          size_t n, const mp__key *ids, size_t *seen, pool_names *pn,
+                          mp_plan_t *p) {
     char *f[16];
     size_t k = mp__csv_split(line, f, 16);
     mp_status s = mp__lines_nul(r, f, k < 16 ? k : 16, c->name, c->n < 16 ? c->n : 16);
@@ -106,6 +141,7 @@ static mp_status plan_row(mp__lines *r, char *line, const cols *c, const mp_buff
         p->object[i] = (size_t)obj;
         if (obj + 1 > p->n_objects) p->n_objects = (size_t)obj + 1;
     }
+    if (c->pool >= 0 && (s = pool_index(r, pn, f[c->pool], &p->object[i]))) return s;
     p->offset[i] = off;
     return MP_OK;
 }
@@ -125,7 +161,7 @@ static mp_status finish(const char *path, const mp_buffer_t *b, size_t n, const 
         f = mp__max64(f, p->offset[i] + s);
     }
     p->footprint = f;
-    if (!p->object) return MP_OK;
+    if (!p->object || !p->n_objects) return MP_OK; /* a pool plan's object[] holds pools */
     p->object_size = calloc(p->n_objects ? p->n_objects : 1, sizeof *p->object_size);
     if (!p->object_size) return MP__NOMEM();
     for (size_t i = 0; i < n; i++)
@@ -134,7 +170,9 @@ static mp_status finish(const char *path, const mp_buffer_t *b, size_t n, const 
     return MP_OK;
 }
 
-mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n, mp_plan_t *p) {
+/* Reads a plan (pn == NULL) or a pool plan (pn: its pools) into p. */
+static mp_status read_plan(const char *path, const mp_buffer_t *b, size_t n, pool_names *pn,
+                           mp_plan_t *p) {
     memset(p, 0, sizeof *p);
     mp__lines r;
     mp_status s = mp__lines_open(&r, path);
@@ -146,19 +184,26 @@ mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n, mp_
     if (!ids || !seen || !p->offset) s = MP__NOMEM();
     for (size_t i = 0; s == MP_OK && i < n; i++) ids[i] = (mp__key){b[i].id, 0, i};
     if (s == MP_OK) s = mp__sort_keys(ids, n);
-    cols c = {.id = -1, .offset = -1, .size = -1, .object = -1};
+    cols c = {.id = -1, .offset = -1, .size = -1, .object = -1, .pool = -1};
     bool have_header = false;
     char *ln;
     while (s == MP_OK && (ln = mp__lines_next(&r, &s))) {
         if (ln[strspn(ln, " \t")] == 0 || ln[0] == '#') continue;
         if (!have_header) {
-            if ((s = plan_header(&r, ln, &c)) == MP_OK && c.object >= 0 &&
-                !(p->object = calloc(n ? n : 1, sizeof *p->object)))
-                s = MP__NOMEM();
             have_header = true;
+            if ((s = plan_header(&r, ln, &c)) != MP_OK) break;
+            if (!pn && c.pool >= 0)
+                s = mp__err(MP_EPARSE, "%s:%zu: header: column 'pool': this is a pool plan "
+                            "(memplan plan --pools); \"memplan check\" reads it pool by pool",
+                            path, r.lineno);
+            else if (pn && c.pool < 0)
+                s = mp__err(MP_EPARSE, "%s:%zu: header: need a column 'pool' for a pool plan",
+                            path, r.lineno);
+            else if ((c.object >= 0 || c.pool >= 0) && !(p->object = calloc(n ? n : 1, sizeof *p->object)))
+                s = MP__NOMEM();
             continue;
         }
-        s = plan_row(&r, ln, &c, b, n, ids, seen, p);
+        s = plan_row(&r, ln, &c, b, n, ids, seen, pn, p);
     }
     if (s == MP_OK && !have_header)
         s = mp__err(MP_EPARSE, "%s:%zu: empty file, expected a header id,offset,size", path,
@@ -169,5 +214,44 @@ mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n, mp_
     free(seen);
     if (s != MP_OK) mp_plan_free(p);
     else p->strategy = "file";
+    return s;
+}
+
+mp_status mp_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n, mp_plan_t *p) {
+    return read_plan(path, b, n, NULL, p);
+}
+
+/* The pool plan of a plan whose object[] holds pool indices; takes its arrays. */
+static mp_status to_pool_plan(const mp_buffer_t *b, size_t n, size_t k, mp_plan_t *p,
+                              mp_pool_plan_t *out) {
+    out->footprint = calloc(k ? k : 1, sizeof *out->footprint);
+    if (!out->footprint) return MP__NOMEM();
+    out->n = n, out->n_pools = k, out->strategy = "file";
+    for (size_t i = 0; i < n; i++) {
+        uint64_t end = p->offset[i] + mp_buffer_aligned_size(&b[i]);
+        if (end > out->footprint[p->object[i]]) out->footprint[p->object[i]] = end;
+    }
+    out->pool = p->object, out->offset = p->offset;
+    p->object = NULL, p->offset = NULL;
+    return MP_OK;
+}
+
+mp_status mp_pool_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n,
+                                const mp_pool_t *pools, size_t k, mp_pool_plan_t *out) {
+    memset(out, 0, sizeof *out);
+    pool_names pn = {.known = pools, .k = pools ? k : 0};
+    mp_plan_t p;
+    mp_status s = read_plan(path, b, n, &pn, &p);
+    size_t m = pn.k ? pn.k : pn.n_met;
+    if (s == MP_OK && !pn.k && !(out->name = calloc(m ? m : 1, sizeof *out->name))) s = MP__NOMEM();
+    if (s == MP_OK) s = to_pool_plan(b, n, m, &p, out);
+    if (s == MP_OK && !pn.k) {
+        memcpy(out->name, pn.met, m * sizeof *pn.met);
+        pn.n_met = 0;
+    }
+    for (size_t j = 0; j < pn.n_met; j++) free(pn.met[j]);
+    if (s == MP_OK) p.object = NULL;
+    mp_plan_free(&p);
+    if (s != MP_OK) mp_pool_plan_free(out);
     return s;
 }

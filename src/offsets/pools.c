@@ -23,6 +23,8 @@
 void mp_pool_plan_free(mp_pool_plan_t *p) {
     if (!p) return;
     free(p->pool), free(p->offset), free(p->footprint);
+    for (size_t j = 0; p->name && j < p->n_pools; j++) free(p->name[j]);
+    free(p->name);
     memset(p, 0, sizeof *p);
 }
 

@@ -102,7 +102,7 @@ fails 2 "memplan: $G: this is a memplan-graph/1 graph, not a memplan-trace/1 tra
 fails 2 "memplan: bad/dup_id.csv:4: field 'id': duplicate id 0 (first on line 2)" plan bad/dup_id.csv
 fails 2 "memplan: bad/unknown_col.csv:1: header: unknown column 'colour' (expected id,first,last,size or id,lower,upper,size)" \
     check bad/unknown_col.csv good/chain_plan.csv
-fails 2 "memplan: bad/plan_header.csv:1: header: unknown column 'where' (expected id,offset,size[,object])" \
+fails 2 "memplan: bad/plan_header.csv:1: header: unknown column 'where' (expected id,offset,size[,object|,pool])" \
     check good/chain.csv bad/plan_header.csv
 
 # ---- 4. SVG outputs are named .svg ------------------------------------------

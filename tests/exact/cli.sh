@@ -59,5 +59,23 @@ expect 2 "size 'x'" err -- "$bin" plan --pools fast:x,dram "$tmp/r.csv"
 expect 2 "cannot plan pools" err -- "$bin" plan --pools fast:10,dram --strategy objects-naive "$tmp/r.csv"
 expect 2 "cannot take fixed offsets yet" err -- "$bin" plan --pools fast:1KiB,dram "$tmp/f.csv"
 
+# memplan check reads the pool column: per pool, against capacities when given
+expect 0 "valid: 6 buffers in 2 pools (no capacities" out -- "$bin" check "$tmp/r.csv" "$tmp/pp.csv"
+expect 0 "valid: 6 buffers in 2 pools, each within its capacity" out -- \
+    "$bin" check --pools fast:10,dram "$tmp/r.csv" "$tmp/pp.csv"
+expect 1 "invalid: pool 'fast': footprint 10 exceeds its capacity 6" out -- \
+    "$bin" check --pools fast:6,dram "$tmp/r.csv" "$tmp/pp.csv"
+expect 2 "pp.csv:[0-9]*: field 'pool': 'fast' is not one of the 2 pools given" err -- \
+    "$bin" check --pools sram:10,dram "$tmp/r.csv" "$tmp/pp.csv"
+expect 0 '"pools":\[{"name":"fast","capacity":10,"buffers":3,"footprint":10}' out -- \
+    "$bin" check --json --pools fast:10,dram "$tmp/r.csv" "$tmp/pp.csv"
+expect 0 '"valid":true,"pools":\[{"name":"fast","capacity":10,"buffers":3' out -- \
+    "$bin" plan --json --pools fast:10,dram "$tmp/r.csv"
+awk -F, 'NR > 1 && $4 == "fast" && !done { $2 = ($2 == 0) ? 2 : 0; done = 1 } { print }' OFS=, \
+    "$tmp/pp.csv" > "$tmp/pq.csv"
+expect 1 "invalid: pool 'fast': buffer" out -- "$bin" check "$tmp/r.csv" "$tmp/pq.csv"
+"$bin" plan "$tmp/r.csv" -o "$tmp/plain.csv" >/dev/null
+expect 2 "plain.csv has no pool column" err -- "$bin" check --pools fast:10,dram "$tmp/r.csv" "$tmp/plain.csv"
+
 if [ "$fails" = 0 ]; then echo "cli (exact): all passed"; else echo "cli (exact): $fails failed"; fi
 [ "$fails" = 0 ]

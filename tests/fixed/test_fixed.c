@@ -158,6 +158,35 @@ static void test_records(void) {
 
 /* ---- pools ------------------------------------------------------------------ */
 
+/* A pool plan written and read back, with its pools given and with the
+ * pools taken from the file: the same pools, offsets and footprints, and
+ * valid by the checker. */
+static void pool_round_trip(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
+                            const mp_pool_plan_t *p) {
+    char dir[] = "/tmp/mp_pools_XXXXXX";
+    if (!MP_CHECK(mkdtemp(dir) != NULL)) return;
+    const char *path = mp_test_path(dir, "p.csv");
+    MP_CHECK_OK(mp_pool_plan_write_csv(path, b, n, pools, p));
+    mp_pool_plan_t q;
+    if (MP_CHECK_OK(mp_pool_plan_read_csv(path, b, n, pools, k, &q))) {
+        MP_CHECK(q.n_pools == k && q.name == NULL);
+        for (size_t i = 0; i < n; i++) MP_CHECK(q.pool[i] == p->pool[i] && q.offset[i] == p->offset[i]);
+        for (size_t j = 0; j < k; j++) MP_CHECK(q.footprint[j] == p->footprint[j]);
+        MP_CHECK_OK(mp_pool_plan_check(b, n, pools, k, &q));
+        mp_pool_plan_free(&q);
+    }
+    if (MP_CHECK_OK(mp_pool_plan_read_csv(path, b, n, NULL, 0, &q))) {
+        /* the file's pools in order of first appearance: map them by name */
+        for (size_t i = 0; i < n; i++) {
+            MP_CHECK(q.pool[i] < q.n_pools && q.offset[i] == p->offset[i]);
+            MP_CHECK(q.pool[i] < q.n_pools && !strcmp(q.name[q.pool[i]], pools[p->pool[i]].name));
+        }
+        mp_pool_plan_free(&q);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_pools(void) {
     static mp_buffer_t b[300];
     uint64_t st = 31;
@@ -186,6 +215,7 @@ static void test_pools(void) {
                 one_fits |= mp_buffer_aligned_size(&b[i]) <= use[0].capacity;
             }
             MP_CHECK((in0 > 0) == one_fits);
+            if (iter % 8 == 0) pool_round_trip(b, n, use, k, &p);
             mp_pool_plan_free(&p);
         }
         /* a fast pool as large as auto's plan takes everything */
@@ -227,6 +257,18 @@ static void test_pools(void) {
             char line[128] = "";
             MP_CHECK(fp && fgets(line, sizeof line, fp) && !strcmp(line, "id,offset,size,pool\n"));
             if (fp) fclose(fp);
+            /* a pool the file names that is not given; a plain plan; no pool column */
+            mp_pool_t other[2] = {{"sram", 35}, {"dram", 0}};
+            mp_pool_plan_t q;
+            MP_CHECK(mp_pool_plan_read_csv(path, b, 10, other, 2, &q) == MP_EPARSE && q.pool == NULL);
+            MP_CHECK(says("field 'pool': 'fast' is not one of the 2 pools given", NULL));
+            mp_plan_t plain;
+            MP_CHECK(mp_plan_read_csv(path, b, 10, &plain) == MP_EPARSE);
+            MP_CHECK(says("header: column 'pool': this is a pool plan", NULL));
+            FILE *w = fopen(path, "w");
+            if (w) fputs("id,offset\n", w), fclose(w);
+            MP_CHECK(mp_pool_plan_read_csv(path, b, 10, NULL, 0, &q) == MP_EPARSE);
+            MP_CHECK(says("header: need a column 'pool'", NULL));
             unlink(path);
             rmdir(dir);
         }
