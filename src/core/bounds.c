@@ -18,61 +18,76 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Counts are at most n < 2^32, so a node is two 32-bit words side by side:
+ * the tree (2^21 nodes at 10^6 times) is half the size, and a node's max
+ * and tag share a cache line -- the walks below touch nodes at random, and
+ * cache misses are most of this bound's time. */
+typedef struct mtnode {
+    uint32_t mx, add;     /* mx = max over the subtree, add included */
+} mtnode;
+
 typedef struct maxtree {
     size_t cap;
-    uint64_t *mx, *add;   /* mx[v] = max over subtree incl. add[v] */
+    mtnode *t;
 } maxtree;
 
 static mp_status maxtree_init(maxtree *t, size_t m) {
     t->cap = 1;
     while (t->cap < m) t->cap *= 2;
-    t->mx = calloc(2 * t->cap, sizeof *t->mx);
-    t->add = calloc(2 * t->cap, sizeof *t->add);
-    if (!t->mx || !t->add) {
-        free(t->mx);
-        free(t->add);
-        t->mx = t->add = NULL;
-        return MP__NOMEM();
-    }
-    return MP_OK;
+    t->t = calloc(2 * t->cap, sizeof *t->t);
+    return t->t ? MP_OK : MP__NOMEM();
 }
 
-static void maxtree_free(maxtree *t) {
-    free(t->mx);
-    free(t->add);
-}
+static inline uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
-/* Adds w to positions [l, r] (inclusive), bottom-up: tag the O(log m)
- * canonical nodes, then refresh the maxima on the two boundary paths.
- * Sums never overflow: they are bounded by the validated total of sizes
- * (or by n). */
-static void maxtree_add(maxtree *t, size_t l, size_t r, uint64_t w) {
+/* Adds 1 to positions [l, r] (inclusive), bottom-up: tag the O(log m)
+ * canonical nodes, then refresh the maxima on the two boundary paths, which
+ * join below the root: from there one path is refreshed. */
+static void maxtree_inc(maxtree *t, size_t l, size_t r) {
+    mtnode *x = t->t;
     size_t lo = l + t->cap, hi = r + t->cap + 1;
-    size_t l0 = lo, r0 = hi - 1;
+    size_t a = lo / 2, b = (hi - 1) / 2;
     for (; lo < hi; lo /= 2, hi /= 2) {
-        if (lo & 1) t->mx[lo] += w, t->add[lo++] += w;
-        if (hi & 1) t->mx[--hi] += w, t->add[hi] += w;
+        if (lo & 1) x[lo].mx++, x[lo++].add++;
+        if (hi & 1) --hi, x[hi].mx++, x[hi].add++;
     }
-    for (size_t v = l0 / 2; v >= 1; v /= 2)
-        t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
-    for (size_t v = r0 / 2; v >= 1; v /= 2)
-        t->mx[v] = mp__max64(t->mx[2 * v], t->mx[2 * v + 1]) + t->add[v];
+    for (; a != b; a /= 2, b /= 2) {
+        x[a].mx = max32(x[2 * a].mx, x[2 * a + 1].mx) + x[a].add;
+        x[b].mx = max32(x[2 * b].mx, x[2 * b + 1].mx) + x[b].add;
+    }
+    for (; a >= 1; a /= 2) x[a].mx = max32(x[2 * a].mx, x[2 * a + 1].mx) + x[a].add;
 }
 
-/* span[2i + side] = index of the last start time <= (side ? last : first)
- * of buffer i: one sort of the buffers by that time and a merged walk with
- * the sorted start times (times[0] <= every time queried). */
-static mp_status spans(const mp_buffer_t *b, size_t n, const uint64_t *times, size_t m,
-                       int side, size_t *span) {
+/* span[2i] = index of buffer i's first among the sorted distinct start
+ * times, span[2i + 1] = index of the last start time <= its last: one sort
+ * of the buffers by first (which also yields the times) and one by last,
+ * each with a merged walk.  Returns the times in *times[0..*m). */
+static mp_status spans(const mp_buffer_t *b, size_t n, size_t *span, uint64_t **times,
+                       size_t *m) {
     mp__key *k = malloc(n * sizeof *k);
-    if (!k) return MP__NOMEM();
-    for (size_t i = 0; i < n; i++) k[i] = (mp__key){side ? b[i].last : b[i].first, 0, i};
-    mp_status s = mp__sort_keys(k, n);
+    uint64_t *t = malloc(n * sizeof *t);
+    mp_status s = k && t ? MP_OK : MP__NOMEM();
+    size_t nt = 0;
+    if (s == MP_OK) {
+        for (size_t i = 0; i < n; i++) k[i] = (mp__key){b[i].first, 0, i};
+        s = mp__sort_keys(k, n);
+    }
+    for (size_t j = 0; s == MP_OK && j < n; j++) {
+        if (nt == 0 || t[nt - 1] != k[j].a) t[nt++] = k[j].a;
+        span[2 * k[j].i] = nt - 1;
+    }
+    if (s == MP_OK) {
+        for (size_t i = 0; i < n; i++) k[i] = (mp__key){b[i].last, 0, i};
+        s = mp__sort_keys(k, n);
+    }
     for (size_t j = 0, p = 0; s == MP_OK && j < n; j++) {
-        while (p + 1 < m && times[p + 1] <= k[j].a) p++;
-        span[2 * k[j].i + side] = p;
+        while (p + 1 < nt && t[p + 1] <= k[j].a) p++;
+        span[2 * k[j].i + 1] = p;
     }
     free(k);
+    if (s != MP_OK) free(t), t = NULL, nt = 0;
+    *times = t;
+    *m = nt;
     return s;
 }
 
@@ -89,13 +104,13 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
     for (size_t j = 0; s == MP_OK && j < n;) {
         uint64_t sz = UINT64_MAX - k[j].a;
         for (; j < n && UINT64_MAX - k[j].a == sz; j++)
-            maxtree_add(&t, span[2 * k[j].i], span[2 * k[j].i + 1], 1);
+            maxtree_inc(&t, span[2 * k[j].i], span[2 * k[j].i + 1]);
         uint64_t next = j < n ? UINT64_MAX - k[j].a : 0;
-        sum += t.mx[1] * (sz - next);
+        sum += (uint64_t)t.t[1].mx * (sz - next);
     }
     *out = sum;
     free(k);
-    maxtree_free(&t);
+    free(t.t);
     return s;
 }
 
@@ -138,10 +153,9 @@ mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
     uint64_t *times = NULL;
     size_t m = 0, *span = NULL;
     s = mp__normalize(b, n, &nb);
-    if (s == MP_OK) s = mp__start_times(nb, n, &times, &m);
+    if (s == MP_OK && n > UINT32_MAX) s = mp__err(MP_EOVERFLOW, "bounds: more than 2^32 buffers");
     if (s == MP_OK && !(span = malloc(2 * n * sizeof *span))) s = MP__NOMEM();
-    if (s == MP_OK) s = spans(nb, n, times, m, 0, span);
-    if (s == MP_OK) s = spans(nb, n, times, m, 1, span);
+    if (s == MP_OK) s = spans(nb, n, span, &times, &m);
     for (size_t i = 0; s == MP_OK && i < n; i++) out->naive += nb[i].size;
     if (s == MP_OK) s = sweep(nb, n, &out->offsets, &out->peak_count);
     if (s == MP_OK) s = objects_bound(nb, n, m, span, &out->objects);
