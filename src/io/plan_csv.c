@@ -146,8 +146,10 @@ static mp_status plan_row(mp__lines *r, char *line, const cols *c, const mp_buff
     return MP_OK;
 }
 
+/* objects: the plan has an object column (a pool plan's object[] holds
+ * pool indices instead, and gets no object sizes). */
 static mp_status finish(const char *path, const mp_buffer_t *b, size_t n, const size_t *seen,
-                        mp_plan_t *p) {
+                        bool objects, mp_plan_t *p) {
     for (size_t i = 0; i < n; i++)
         if (!seen[i])
             return mp__err(MP_EPARSE, "%s: buffer %llu has no row in the plan", path,
@@ -161,7 +163,7 @@ static mp_status finish(const char *path, const mp_buffer_t *b, size_t n, const 
         f = mp__max64(f, p->offset[i] + s);
     }
     p->footprint = f;
-    if (!p->object || !p->n_objects) return MP_OK; /* a pool plan's object[] holds pools */
+    if (!objects) return MP_OK;
     p->object_size = calloc(p->n_objects ? p->n_objects : 1, sizeof *p->object_size);
     if (!p->object_size) return MP__NOMEM();
     for (size_t i = 0; i < n; i++)
@@ -208,7 +210,7 @@ static mp_status read_plan(const char *path, const mp_buffer_t *b, size_t n, poo
     if (s == MP_OK && !have_header)
         s = mp__err(MP_EPARSE, "%s:%zu: empty file, expected a header id,offset,size", path,
                     r.lineno + 1);
-    if (s == MP_OK) s = finish(path, b, n, seen, p);
+    if (s == MP_OK) s = finish(path, b, n, seen, c.object >= 0, p);
     mp__lines_close(&r);
     free(ids);
     free(seen);

@@ -142,7 +142,7 @@ static void release_all(mp_arena_t *a) {
     for (size_t i = 0; i < a->slots; i++)
         if (a->tab[i].p && !(a->tab[i].kind & K_RETIRED))
             mp__arena_back_free(a, (void *)a->tab[i].p, a->tab[i].size);
-    memset(a->tab, 0, a->slots * sizeof *a->tab);
+    if (a->slots) memset(a->tab, 0, a->slots * sizeof *a->tab);   /* tab is NULL before the first */
     a->used = 0;
     for (size_t r = 0; r < a->n_ret; r++) mp__arena_back_free(a, a->ret[r].base, a->ret[r].size);
     a->n_ret = 0;
