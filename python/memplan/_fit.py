@@ -352,20 +352,22 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     # loss, allocator slack) does not depend on what is checkpointed: the
     # plain step's excess over its plan is the first correction.
     excess = plain - none.peak
-    tried, fits, least = [], [], None
+    tried, unbuilt, fits, least = [], [], [], None
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
         pick = next((c for c in cands if c.runs and c.peak + excess <= budget
-                     and c not in tried), None)
+                     and c not in tried and c not in unbuilt), None)
         if pick is None:
             break
-        tried.append(pick)
         try:
             module = _build(model, gm, planner, pick)
         except IndexError:
             # torch.fx's split_module fails on a part whose values only its
             # own nodes read (ViT's shape tests split from what they check):
-            # such a candidate cannot be built; the next one is tried
+            # such a candidate cannot be built; the next one is tried, and
+            # it costs no attempt (nothing was measured)
+            unbuilt.append(pick)
             continue
+        tried.append(pick)
         peak, secs = measure_step(module, inputs, loss_fn)
         done.steps += 4
         least = peak if least is None else min(least, peak)
