@@ -245,15 +245,17 @@ mp_status mp_pool_plan_read_csv(const char *path, const mp_buffer_t *b, size_t n
     mp_plan_t p;
     mp_status s = read_plan(path, b, n, &pn, &p);
     size_t m = pn.k ? pn.k : pn.n_met;
-    if (s == MP_OK && !pn.k && !(out->name = calloc(m ? m : 1, sizeof *out->name))) s = MP__NOMEM();
     if (s == MP_OK) s = to_pool_plan(b, n, m, &p, out);
-    if (s == MP_OK && !pn.k) {
-        memcpy(out->name, pn.met, m * sizeof *pn.met);
-        pn.n_met = 0;
+    if (s == MP_OK && !pn.k) { /* the file's names move to out */
+        if ((out->name = malloc((m ? m : 1) * sizeof *out->name))) {
+            memcpy(out->name, pn.met, m * sizeof *pn.met);
+            pn.n_met = 0;
+        } else {
+            s = MP__NOMEM();
+        }
     }
     for (size_t j = 0; j < pn.n_met; j++) free(pn.met[j]);
-    if (s == MP_OK) p.object = NULL;
-    mp_plan_free(&p);
+    mp_plan_free(&p); /* what to_pool_plan did not take */
     if (s != MP_OK) mp_pool_plan_free(out);
     return s;
 }
