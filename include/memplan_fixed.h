@@ -61,7 +61,9 @@ mp_status mp_records_read_fixed(const char *path, mp_buffer_t **b, size_t *n, ui
 /* ---- pools ----------------------------------------------------------------
  * Several memories of limited size, e.g. 256 KiB of fast on-chip SRAM and
  * DRAM: the first pool gets as many buffers as it can hold, the rest go on
- * to the next (src/offsets/pools.c). */
+ * to the next (src/offsets/pools.c).  A fixed offset is an offset in a
+ * pool: fixed buffers say which (the records' pool column; none: the
+ * first), are placed first in their pool and the rest fill around them. */
 
 typedef struct mp_pool_t {
     const char *name;     /* for messages and the plan CSV */
@@ -80,6 +82,19 @@ typedef struct mp_pool_plan_t {
                              given pools (mp_pool_plan_read_csv), else NULL */
 } mp_pool_plan_t;
 
+/* mp_records_read_fixed for pools: also the records' optional "pool"
+ * column, the name of one of the k pools, given only with a fixed offset.
+ * *pool gets n entries (the pool of each fixed buffer; an empty field: pool
+ * 0; 0 for free buffers) when *fixed does, else NULL.  The fixed offsets are
+ * checked pool by pool (mp_plan_pools_opts's checks, with the file's line
+ * numbers): aligned, clear of the other fixed buffers of their pool, within
+ * its capacity.  MP_EPARSE or MP_EINVAL naming file, line and field; on
+ * failure all three are NULL.  Free each with free().  mp_records_read_fixed
+ * refuses a file whose pool column names a pool, and mp_records_read
+ * ignores the column. */
+mp_status mp_records_read_pools(const char *path, const mp_pool_t *pools, size_t k,
+                                mp_buffer_t **b, size_t *n, uint64_t **fixed, size_t **pool);
+
 /* Fills the k pools in order with the named offset strategy (or "auto"):
  * per pool, the strategy plans every buffer still unplaced; the pool keeps
  * the buffers that end within its capacity there, then, largest first, any
@@ -89,12 +104,59 @@ typedef struct mp_pool_plan_t {
 mp_status mp_plan_pools(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
                         const char *strategy, mp_pool_plan_t *out);
 
+/* What mp_plan_pools_opts takes besides the problem; all zero: "auto",
+ * nothing fixed, no time limit. */
+typedef struct mp_pool_opts_t {
+    const char *strategy;     /* NULL: "auto" */
+    const uint64_t *fixed;    /* NULL, or n entries: buffer i's offset in its
+                                 pool, MP_NOT_FIXED when the planner places it */
+    const size_t *fixed_pool; /* NULL: every fixed buffer in pool 0; else n
+                                 entries, the pool of each fixed buffer (read
+                                 only where fixed) */
+    double time_limit;        /* "auto" only, nothing fixed: seconds for the
+                                 whole call; <= 0: none (mp_plan_pools) */
+    unsigned threads;         /* as mp_auto_opts_t.threads */
+    /* Called (NULL: never) as mp_auto_opts_t.progress is, for pool `pool`;
+     * p->offset and p->n are those of the buffers that pool's search plans
+     * (not yet placed, in buffer order). */
+    void (*progress)(void *ctx, size_t pool, const mp_anytime_progress_t *p);
+    void *ctx;
+} mp_pool_opts_t;
+
+/* mp_plan_pools with options.  Fixed buffers go to their pool at their
+ * offset first (MP_EINVAL naming the buffer when misaligned, beyond its
+ * pool's capacity -- the pool and capacity named -- or overlapping another
+ * fixed buffer of that pool live at the same time -- both named); then each
+ * pool is filled as mp_plan_pools does, its strategy planning around the
+ * pool's fixed buffers (mp_plan_compute_fixed).  With a time limit each
+ * pool's plan is improved by anytime "auto" (mp_plan_auto_opts) for its
+ * share of the time left (the time left divided among the pools left; all
+ * of it when the pool takes every buffer left, as the last does), and the
+ * pool keeps the better of the plain and the improved filling: more bytes,
+ * then a smaller footprint; so, pool by pool, given the buffers that reach
+ * it, never worse than without the limit.  report (NULL, or k entries) gets
+ * per pool: footprint, lower_bound proven for the buffers it holds (the
+ * anytime search's when the pool holds all it planned, else their max-load
+ * bound), load_bound, status (MP_EXACT_OPTIMAL or MP_EXACT_GAP), start (the
+ * footprint without the time limit), start_strategy, nodes, seconds,
+ * hit_limit.  On failure *out is empty. */
+mp_status mp_plan_pools_opts(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
+                             const mp_pool_opts_t *opts, mp_pool_plan_t *out,
+                             mp_exact_report_t *report);
+
 /* Proves a pool plan valid: every pool index below k, within each pool no
  * two conflicting buffers overlap and every offset is aligned, each pool's
  * footprint within its capacity and equal to the one recorded.  MP_OK, or
  * MP_ECONFLICT naming the pool and buffer. */
 mp_status mp_pool_plan_check(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
                              const mp_pool_plan_t *plan);
+
+/* mp_pool_plan_check, and every fixed buffer (fixed[i] != MP_NOT_FIXED)
+ * in its pool (fixed_pool[i]; fixed_pool NULL: pool 0) at its fixed offset:
+ * MP_ECONFLICT naming the buffer otherwise.  fixed NULL: mp_pool_plan_check. */
+mp_status mp_pool_plan_check_fixed(const mp_buffer_t *b, size_t n, const mp_pool_t *pools,
+                                   size_t k, const uint64_t *fixed, const size_t *fixed_pool,
+                                   const mp_pool_plan_t *plan);
 
 /* Releases what a pool plan owns and zeroes it; NULL is fine. */
 void mp_pool_plan_free(mp_pool_plan_t *plan);

@@ -20,6 +20,7 @@
  * The progress callback sees every improvement, with the plan held. */
 #include "exact.h"
 #include "../strategies/strategies.h"
+#include "../offsets/pools.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -174,6 +175,30 @@ static mp_status improve(shared *sh) {
     return MP_OK;
 }
 
+mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t *o, double t0,
+                           uint64_t *off, const char **source, mp_exact_report_t *rep) {
+    uint64_t fp = mp__footprint(b, n, off), load;
+    mp_status s = mp__offsets_bound(b, n, &load);
+    if (s != MP_OK) return s;
+    shared sh = {.b = b, .n = n, .o = o, .t0 = t0, .best = off, .fp = fp, .lb = load,
+                 .source = *source, .start_strategy = *source};
+    sh.deadline = t0 + (o->time_limit > 0 ? o->time_limit : 0);
+    atomic_init(&sh.stop, 0);
+    if (pthread_mutex_init(&sh.mu, NULL) != 0)
+        return mp__err(MP_ENOMEM, "anytime auto: no mutex to be had");
+    tell(&sh);
+    if (o->time_limit > 0 && sh.fp > sh.lb && n) s = improve(&sh);
+    pthread_mutex_destroy(&sh.mu);
+    if (s != MP_OK) return s;
+    *source = sh.source;
+    *rep = (mp_exact_report_t){
+        .status = sh.fp == sh.lb ? MP_EXACT_OPTIMAL : MP_EXACT_GAP, .footprint = sh.fp,
+        .lower_bound = sh.lb, .load_bound = load, .start = fp, .start_strategy = sh.start_strategy,
+        .nodes = sh.nodes, .seconds = mp__xnow() - t0,
+        .hit_limit = o->time_limit > 0 && sh.fp > sh.lb};
+    return MP_OK;
+}
+
 mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t *opts,
                             mp_plan_t *out, mp_exact_report_t *report) {
     if (!out) return mp__err(MP_EINVAL, "mp_plan_auto_opts: NULL plan");
@@ -187,38 +212,22 @@ mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t
     mp_status s = mp__xprepare(b, n, NULL, &xo, &nb);
     if (s != MP_OK) return s;
     double t0 = mp__xnow();
-    mp_plan_t start;
+    mp_plan_t start = {0};
     mp_auto_report_t ar = {0};
-    if ((s = mp__auto(nb, n, &start, &ar)) != MP_OK) {
-        free(nb);
-        return s;
+    mp_exact_report_t rep;
+    const char *source = NULL;
+    if ((s = mp__auto(nb, n, &start, &ar)) == MP_OK) {
+        source = ar.winner;
+        s = mp__anytime_from(nb, n, o, t0, start.offset, &source, &rep);
     }
-    uint64_t auto_fp = start.footprint;
-    shared sh = {.b = nb, .n = n, .o = o, .t0 = t0, .best = start.offset, .fp = start.footprint,
-                 .lb = ar.lower_bound, .source = ar.winner, .start_strategy = ar.winner};
-    sh.deadline = t0 + (o->time_limit > 0 ? o->time_limit : 0);
-    atomic_init(&sh.stop, 0);
-    if (pthread_mutex_init(&sh.mu, NULL) != 0) {
-        mp_plan_free(&start), free(nb);
-        return mp__err(MP_ENOMEM, "mp_plan_auto_opts: no mutex to be had");
-    }
-    tell(&sh);
-    if (o->time_limit > 0 && sh.fp > sh.lb && n) s = improve(&sh);
-    pthread_mutex_destroy(&sh.mu);
     free(nb);
     if (s != MP_OK) {
         mp_plan_free(&start);
         return s;
     }
-    start.footprint = sh.fp;
-    start.strategy = sh.source;
+    start.footprint = rep.footprint;
+    start.strategy = source;
     *out = start;
-    if (report) {
-        *report = (mp_exact_report_t){
-            .status = sh.fp == sh.lb ? MP_EXACT_OPTIMAL : MP_EXACT_GAP, .footprint = sh.fp,
-            .lower_bound = sh.lb, .load_bound = ar.lower_bound, .start = auto_fp,
-            .start_strategy = ar.winner, .nodes = sh.nodes, .seconds = mp__xnow() - t0,
-            .hit_limit = o->time_limit > 0 && sh.fp > sh.lb};
-    }
+    if (report) *report = rep;
     return MP_OK;
 }

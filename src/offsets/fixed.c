@@ -13,7 +13,7 @@
  * Cost: the strategy's, plus per free buffer two interval queries and a
  * sort of the k buffers live with it, O(n log n + sum of k log k). */
 #include "../core/internal.h"
-#include "../strategies/strategies.h"
+#include "pools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,15 +28,13 @@ static mp_status bad(const char *path, const size_t *line, const mp_buffer_t *b,
                    (unsigned long long)b[i].id, what, tail);
 }
 
-mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
-                          const char *path, const size_t *line) {
-    if (!fixed) return MP_OK;
+/* Alignment and 64-bit room of every fixed offset. */
+static mp_status fixed_room(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                            const char *path, const size_t *line) {
     uint64_t total = 0;
-    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t a = b[i].align ? b[i].align : 1;
         total += mp_buffer_aligned_size(&b[i]) + a - 1; /* validated: no overflow */
-        k += fixed[i] != MP_NOT_FIXED;
     }
     char msg[160];
     for (size_t i = 0; i < n; i++) {
@@ -53,17 +51,28 @@ mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
             return bad(path, line, b, i, msg, "");
         }
     }
-    /* overlaps among the fixed buffers: the checker on them alone */
+    return MP_OK;
+}
+
+/* Overlaps among the fixed buffers (those in pool j when pool is given):
+ * the checker on them alone; tail ends the message (the pool). */
+static mp_status collisions(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                            const size_t *pool, size_t j, const char *path, const size_t *line,
+                            const char *tail) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += fixed[i] != MP_NOT_FIXED && (!pool || pool[i] == j);
     mp_buffer_t *sb = malloc((k ? k : 1) * sizeof *sb);
     uint64_t *so = malloc((k ? k : 1) * sizeof *so);
     size_t *map = malloc((k ? k : 1) * sizeof *map);
     mp_status s = sb && so && map ? MP_OK : MP__NOMEM();
-    for (size_t i = 0, j = 0; s == MP_OK && i < n; i++)
-        if (fixed[i] != MP_NOT_FIXED) sb[j] = b[i], so[j] = fixed[i], map[j++] = i;
+    for (size_t i = 0, m = 0; s == MP_OK && i < n; i++)
+        if (fixed[i] != MP_NOT_FIXED && (!pool || pool[i] == j))
+            sb[m] = b[i], so[m] = fixed[i], map[m++] = i;
+    char msg[160];
     if (s == MP_OK) {
         mp_plan_t p = {.n = k, .offset = so};
-        for (size_t j = 0; j < k; j++)
-            p.footprint = mp__max64(p.footprint, so[j] + mp_buffer_aligned_size(&sb[j]));
+        for (size_t q = 0; q < k; q++)
+            p.footprint = mp__max64(p.footprint, so[q] + mp_buffer_aligned_size(&sb[q]));
         mp_check_report_t r;
         if ((s = mp_plan_check(sb, k, &p, &r)) == MP_ECONFLICT && r.second_bad != (size_t)-1) {
             size_t x = map[r.first_bad], y = map[r.second_bad];
@@ -73,12 +82,48 @@ mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
             else
                 snprintf(msg, sizeof msg, "overlaps buffer %zu (id %llu), both fixed and live at once",
                          y, (unsigned long long)b[y].id);
-            s = bad(path, line, b, x, msg, "");
+            s = bad(path, line, b, x, msg, tail);
         } else if (s == MP_ECONFLICT) {
-            s = bad(path, line, b, map[r.first_bad], "not a valid placement", "");
+            s = bad(path, line, b, map[r.first_bad], "not a valid placement", tail);
         }
     }
     free(sb), free(so), free(map);
+    return s;
+}
+
+mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                          const char *path, const size_t *line) {
+    if (!fixed) return MP_OK;
+    mp_status s = fixed_room(b, n, fixed, path, line);
+    return s == MP_OK ? collisions(b, n, fixed, NULL, 0, path, line, "") : s;
+}
+
+mp_status mp__fixed_check_pools(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                                const size_t *pool, const mp_pool_t *pools, size_t k,
+                                const char *path, const size_t *line) {
+    if (!fixed) return MP_OK;
+    mp_status s = fixed_room(b, n, fixed, path, line);
+    char msg[200], tail[100];
+    for (size_t i = 0; s == MP_OK && i < n; i++) {
+        if (fixed[i] == MP_NOT_FIXED) continue;
+        size_t j = pool ? pool[i] : 0;
+        if (j >= k) {
+            snprintf(msg, sizeof msg, "pool %zu of %zu", j, k);
+            return bad(path, line, b, i, msg, "");
+        }
+        uint64_t end = fixed[i] + mp_buffer_aligned_size(&b[i]), cap = pools[j].capacity;
+        if (cap && end > cap) {
+            snprintf(msg, sizeof msg, "%s%llu ends at %llu, beyond the capacity %llu of pool '%s'",
+                     path && line ? "buffer id " : "", (unsigned long long)(path && line ? b[i].id : fixed[i]),
+                     (unsigned long long)end, (unsigned long long)cap,
+                     pools[j].name ? pools[j].name : "?");
+            return bad(path, line, b, i, msg, "");
+        }
+    }
+    for (size_t j = 0; s == MP_OK && j < k; j++) {
+        snprintf(tail, sizeof tail, " in pool '%s'", pools[j].name ? pools[j].name : "?");
+        s = collisions(b, n, fixed, pool, j, path, line, tail);
+    }
     return s;
 }
 
@@ -163,8 +208,8 @@ static void fx_free(fx *x) {
     free(x->freeidx), free(x->sub), free(x->keys);
 }
 
-static mp_status plan_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
-                            const mp__strategy *st, mp_plan_t *out) {
+mp_status mp__plan_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                         const mp__strategy *st, mp_plan_t *out) {
     fx x = {.b = b, .n = n, .fixed = fixed};
     size_t n1 = n ? n : 1;
     x.freeidx = malloc(n1 * sizeof *x.freeidx);
@@ -229,7 +274,7 @@ mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *
     s = mp_fixed_validate(b, n, fixed);
     mp_buffer_t *nb = NULL;
     if (s == MP_OK) s = mp__normalize(b, n, &nb);
-    if (s == MP_OK) s = plan_fixed(nb, n, fixed, st, out);
+    if (s == MP_OK) s = mp__plan_fixed(nb, n, fixed, st, out);
     free(nb);
 #ifdef MP_DEBUG
     if (s == MP_OK) {
