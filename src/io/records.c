@@ -6,6 +6,8 @@
  *   start/begin (= first) with end (inclusive, as MiniMalloc reads it);
  *   align/alignment (optional); offset (optional: a fixed offset, read by
  *   mp_records_read_fixed, empty when free; mp_records_read ignores it);
+ *   pool (optional: the pool of a fixed buffer, by name, read by
+ *   mp_records_read_pools; mp_records_read ignores it);
  *   hint, gaps (MiniMalloc's optional columns: accepted and ignored).
  * Lines starting with '#' and blank lines are skipped; a UTF-8 byte order
  * mark is skipped and a NUL byte is an error (mp__lines).  Every problem
@@ -14,11 +16,12 @@
  * core library must build with libc alone (DESIGN.md), and the errors must
  * name the line and field. */
 #include "io.h"
+#include "../offsets/pools.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { C_ID, C_FIRST, C_LAST, C_SIZE, C_ALIGN, C_OFFSET, C_IGNORE, C_N };
+enum { C_ID, C_FIRST, C_LAST, C_SIZE, C_ALIGN, C_OFFSET, C_POOL, C_IGNORE, C_N };
 enum { T_INCL, T_HALFOPEN };
 
 typedef struct layout {
@@ -36,7 +39,7 @@ static int role_of(const char *h, size_t col, layout *L, int *tk) {
         {"lower", C_FIRST, T_HALFOPEN}, {"last", C_LAST, T_INCL}, {"end", C_LAST, T_INCL},
         {"upper", C_LAST, T_HALFOPEN}, {"size", C_SIZE, -1}, {"align", C_ALIGN, -1},
         {"alignment", C_ALIGN, -1}, {"hint", C_IGNORE, -1}, {"gaps", C_IGNORE, -1},
-        {"offset", C_OFFSET, -1},
+        {"offset", C_OFFSET, -1}, {"pool", C_POOL, -1},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(h, names[i].name) == 0) {
@@ -84,9 +87,10 @@ static mp_status parse_header(mp__lines *r, char *line, layout *L) {
 }
 
 /* Parses one data row into *x (and its fixed offset into *fixed, when not
- * NULL: MP_NOT_FIXED for an empty field); checks that need only this row. */
+ * NULL: MP_NOT_FIXED for an empty field; its pool field into *pool, "" when
+ * none); checks that need only this row. */
 static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_t *x,
-                           uint64_t *total, uint64_t *fixed) {
+                           uint64_t *total, uint64_t *fixed, const char **pool) {
     char *f[64];
     size_t k = mp__csv_split(line, f, 64);
     mp_status s = mp__lines_nul(r, f, k < 64 ? k : 64, L->name, L->n_fields);
@@ -103,6 +107,7 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
         return s;
     if (L->col[C_ALIGN] >= 0 && (s = mp__parse_u64(r, "align", f[L->col[C_ALIGN]], &x->align)))
         return s;
+    *pool = L->col[C_POOL] >= 0 ? f[L->col[C_POOL]] : "";
     if (fixed) {
         const char *v = L->col[C_OFFSET] >= 0 ? f[L->col[C_OFFSET]] : "";
         *fixed = MP_NOT_FIXED;
@@ -141,6 +146,33 @@ static mp_status parse_row(mp__lines *r, char *line, const layout *L, mp_buffer_
     return MP_OK;
 }
 
+/* The pools a records file's pool column may name: those given
+ * (mp_records_read_pools), or none (mp_records_read_fixed: a named pool is
+ * an error there, fixed offsets in pools need their pools). */
+typedef struct rpools {
+    const mp_pool_t *pools;
+    size_t k;
+    bool given;
+} rpools;
+
+/* A row's pool field v (parse_row's) into *pool: the index of the pool it
+ * names, 0 when empty. */
+static mp_status row_pool(const mp__lines *r, const char *v, const rpools *rp, uint64_t fixed,
+                          size_t *pool) {
+    *pool = 0;
+    if (!*v) return MP_OK;
+    if (!rp->given)
+        return mp__err(MP_EPARSE, "%s:%zu: field 'pool': '%s': fixed offsets in pools need the pools (memplan plan --pools SPEC)",
+                       r->path, r->lineno, v);
+    if (fixed == MP_NOT_FIXED)
+        return mp__err(MP_EPARSE, "%s:%zu: field 'pool': '%s' for a buffer without a fixed offset (a pool is given only with an offset)",
+                       r->path, r->lineno, v);
+    for (size_t j = 0; j < rp->k; j++)
+        if (rp->pools[j].name && !strcmp(rp->pools[j].name, v)) return *pool = j, MP_OK;
+    return mp__err(MP_EPARSE, "%s:%zu: field 'pool': '%s' is not one of the %zu pools given",
+                   r->path, r->lineno, v, rp->k);
+}
+
 static mp_status check_duplicates(const char *path, const mp_buffer_t *b, const size_t *line,
                                   size_t n) {
     /* Ids usually come in increasing or decreasing order: then they are
@@ -163,18 +195,20 @@ static mp_status check_duplicates(const char *path, const mp_buffer_t *b, const 
     return s;
 }
 
-/* The reader of both: with fixed_out, the offset column too. */
+/* The reader of all three: with fixed_out, the offset column too; with
+ * pool_out (rp->given), the pool column. */
 static mp_status read_records(const char *path, mp_buffer_t **out, size_t *n_out,
-                              uint64_t **fixed_out) {
+                              uint64_t **fixed_out, const rpools *rp, size_t **pool_out) {
     *out = NULL;
     *n_out = 0;
     if (fixed_out) *fixed_out = NULL;
+    if (pool_out) *pool_out = NULL;
     mp__lines r;
     mp_status s = mp__lines_open(&r, path);
     if (s != MP_OK) return s;
     layout L = {.first_name = "first", .last_name = "last"};
     mp_buffer_t *b = NULL;
-    size_t *line = NULL, n = 0, cap = 0, lcap = 0, fcap = 0;
+    size_t *line = NULL, n = 0, cap = 0, lcap = 0, fcap = 0, *pool = NULL, pcap = 0;
     uint64_t *fixed = NULL;
     uint64_t total = 0;
     bool have_header = false;
@@ -188,38 +222,56 @@ static mp_status read_records(const char *path, mp_buffer_t **out, size_t *n_out
         }
         if ((s = mp__grow((void **)&b, &cap, n + 1, sizeof *b)) ||
             (s = mp__grow((void **)&line, &lcap, n + 1, sizeof *line)) ||
-            (fixed_out && (s = mp__grow((void **)&fixed, &fcap, n + 1, sizeof *fixed))))
+            (fixed_out && (s = mp__grow((void **)&fixed, &fcap, n + 1, sizeof *fixed))) ||
+            (pool_out && (s = mp__grow((void **)&pool, &pcap, n + 1, sizeof *pool))))
             break;
         line[n] = r.lineno;
-        if ((s = parse_row(&r, ln, &L, &b[n], &total, fixed_out ? &fixed[n] : NULL)) == MP_OK) n++;
+        const char *pv = "";
+        size_t pj = 0;
+        s = parse_row(&r, ln, &L, &b[n], &total, fixed_out ? &fixed[n] : NULL, &pv);
+        if (s == MP_OK && fixed_out) s = row_pool(&r, pv, rp, fixed[n], &pj);
+        if (s == MP_OK && pool_out) pool[n] = pj;
+        if (s == MP_OK) n++;
     }
     if (s == MP_OK && !have_header)
         s = mp__err(MP_EPARSE, "%s:%zu: empty file, expected a header such as id,first,last,size",
                     path, r.lineno + 1);
     if (s == MP_OK) s = check_duplicates(path, b, line, n);
-    if (s == MP_OK && fixed_out && L.col[C_OFFSET] >= 0) s = mp__fixed_check(b, n, fixed, path, line);
+    if (s == MP_OK && fixed_out && L.col[C_OFFSET] >= 0)
+        s = pool_out ? mp__fixed_check_pools(b, n, fixed, pool, rp->pools, rp->k, path, line)
+                     : mp__fixed_check(b, n, fixed, path, line);
     size_t n_fixed = 0;
     for (size_t i = 0; fixed && i < n; i++) n_fixed += fixed[i] != MP_NOT_FIXED;
-    if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !n_fixed)) free(fixed), fixed = NULL;
+    if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !n_fixed))
+        free(fixed), fixed = NULL, free(pool), pool = NULL;
     mp__lines_close(&r);
     free(line);
     if (s != MP_OK) {
-        free(b), free(fixed);
+        free(b), free(fixed), free(pool);
         return s;
     }
     *out = b;
     *n_out = n;
     if (fixed_out) *fixed_out = fixed;
+    if (pool_out) *pool_out = pool;
     return MP_OK;
 }
 
 mp_status mp_records_read(const char *path, mp_buffer_t **out, size_t *n_out) {
-    return read_records(path, out, n_out, NULL);
+    return read_records(path, out, n_out, NULL, NULL, NULL);
 }
 
 mp_status mp_records_read_fixed(const char *path, mp_buffer_t **out, size_t *n_out,
                                 uint64_t **fixed) {
-    return read_records(path, out, n_out, fixed);
+    rpools none = {0};
+    return read_records(path, out, n_out, fixed, &none, NULL);
+}
+
+mp_status mp_records_read_pools(const char *path, const mp_pool_t *pools, size_t k,
+                                mp_buffer_t **out, size_t *n_out, uint64_t **fixed,
+                                size_t **pool) {
+    rpools rp = {pools, pools ? k : 0, true};
+    return read_records(path, out, n_out, fixed, &rp, pool);
 }
 
 mp_status mp_records_write(const char *path, const mp_buffer_t *b, size_t n) {
