@@ -1,7 +1,8 @@
 /* cmd_check.c -- `memplan check RECORDS.csv PLAN.csv`: prove a plan valid
  * (exit 0 and a one-line summary) or name the first conflict (exit 1).  A
  * pool plan (a `pool` column, from `memplan plan --pools`) is checked pool
- * by pool, and against the pools' capacities when --pools gives them. */
+ * by pool, against the pools' capacities when --pools gives them, and with
+ * each fixed buffer in its pool (the records' pool column) at its offset. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -17,7 +18,9 @@ static const char help[] =
     "A plan with a pool column (memplan plan --pools) is checked in each pool,\n"
     "which is its own address space; --pools SPEC (e.g. fast:256KiB,dram, as\n"
     "given to memplan plan) also checks that each pool's footprint is within\n"
-    "its capacity and that the plan names only those pools.\n"
+    "its capacity and that the plan names only those pools.  Fixed buffers (the\n"
+    "records' offset column, in the pool their pool column names, else the\n"
+    "first) must be at their offsets.\n"
     "\n"
     "Exit status: 0 valid, 1 invalid (first conflict named), 2 malformed input.\n";
 
@@ -32,22 +35,37 @@ static int records_failed(const char *const files[2]) {
     return EXIT_INPUT;
 }
 
-/* A pool plan: read with the pools given (or those the file names), check. */
-static int check_pools(const char *const files[2], const mp_buffer_t *b, size_t n,
-                       const char *spec, bool json) {
+/* A pool plan: read with the pools given (or those the file names), the
+ * records' fixed buffers with those pools, check.  Without --pools the
+ * records are read twice: first to read the plan, whose pools the second
+ * reading needs for the records' pool column. */
+static int check_pools(const char *const files[2], const char *spec, bool json) {
     char buf[1024];
     mp_pool_t pools[16];
-    size_t k = 0;
+    size_t k = 0, n, *fpool = NULL;
+    mp_buffer_t *b = NULL;
+    uint64_t *fixed = NULL;
     if (spec && !(k = cli_parse_pools("memplan check", spec, buf, sizeof buf, pools, 16)))
         return EXIT_INPUT;
+    mp_status s = spec ? mp_records_read_pools(files[0], pools, k, &b, &n, &fixed, &fpool)
+                       : mp_records_read(files[0], &b, &n);
+    if (s != MP_OK) return records_failed(files);
     mp_pool_plan_t p;
     if (mp_pool_plan_read_csv(files[1], b, n, k ? pools : NULL, k, &p) != MP_OK) {
         fprintf(stderr, "memplan: %s\n", mp_last_error());
+        free(b), free(fixed), free(fpool);
         return EXIT_INPUT;
     }
-    if (!k)
+    if (!k) {
         for (k = 0; k < p.n_pools; k++) pools[k] = (mp_pool_t){p.name[k], 0};
-    mp_status s = mp_pool_plan_check(b, n, pools, k, &p);
+        free(b);
+        if (mp_records_read_pools(files[0], pools, k, &b, &n, &fixed, &fpool) != MP_OK) {
+            fprintf(stderr, "memplan: %s\n", mp_last_error());
+            mp_pool_plan_free(&p);
+            return EXIT_INPUT;
+        }
+    }
+    s = mp_pool_plan_check_fixed(b, n, pools, k, fixed, fpool, &p);
     if (json) {
         printf("{\"valid\":%s,\"buffers\":%zu,", s == MP_OK ? "true" : "false", n);
         cli_pools_print(pools, k, &p, true);
@@ -61,6 +79,7 @@ static int check_pools(const char *const files[2], const mp_buffer_t *b, size_t 
     } else
         printf("invalid: %s\n", mp_last_error());
     mp_pool_plan_free(&p);
+    free(b), free(fixed), free(fpool);
     return s == MP_OK ? EXIT_OK : EXIT_INVALID;
 }
 
@@ -89,23 +108,17 @@ int cmd_check(int argc, char **argv) {
         fprintf(stderr, "memplan check: need RECORDS.csv and PLAN.csv\n%s", help);
         return EXIT_INPUT;
     }
+    bool pooled = cli_csv_has_column(files[1], "pool");
+    if (pools && !pooled) {
+        fprintf(stderr, "memplan check: --pools: %s has no pool column (write one with "
+                "\"memplan plan --pools SPEC -o PLAN.csv\")\n", files[1]);
+        return EXIT_INPUT;
+    }
+    if (pooled) return check_pools(files, pools, json);
     mp_buffer_t *b;
     uint64_t *fixed; /* the records' offset column: the plan must keep it */
     size_t n;
     if (mp_records_read_fixed(files[0], &b, &n, &fixed) != MP_OK) return records_failed(files);
-    bool pooled = cli_csv_has_column(files[1], "pool");
-    if (pooled || pools) {
-        int rc = EXIT_INPUT;
-        if (!pooled)
-            fprintf(stderr, "memplan check: --pools: %s has no pool column (write one with "
-                    "\"memplan plan --pools SPEC -o PLAN.csv\")\n", files[1]);
-        else if (fixed)
-            fprintf(stderr, "memplan check: %s: pools do not take fixed offsets yet\n", files[0]);
-        else
-            rc = check_pools(files, b, n, pools, json);
-        free(b), free(fixed);
-        return rc;
-    }
     mp_plan_t p;
     mp_bounds_t bd;
     if (mp_plan_read_csv(files[1], b, n, &p) != MP_OK) {

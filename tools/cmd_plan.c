@@ -32,7 +32,11 @@ static const char help[] =
     "                   proven gap (default: the heuristics alone)\n"
     "  --pools SPEC     memory pools filled in order, e.g. fast:256KiB,dram: each\n"
     "                   NAME[:SIZE] (no size: unlimited, last only); the plan\n"
-    "                   CSV gains a pool column\n"
+    "                   CSV gains a pool column.  A fixed offset is in a pool:\n"
+    "                   the records' optional pool column names it (empty: the\n"
+    "                   first); fixed buffers are placed first, each within its\n"
+    "                   pool's capacity.  With --time-limit each pool's plan is\n"
+    "                   improved for its share of the time, and its proof printed\n"
     "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
     "                   a name that is no built-in model but a file (records exported\n"
     "                   earlier, e.g. by 'memplan models --write') is read as RECORDS.csv\n"
@@ -109,8 +113,8 @@ static int parse(int argc, char **argv, opts *o) {
     if (strcmp(o->strategy, "all") && !mp_strategy_find(o->strategy))
         return cli_unknown("memplan plan", "strategy", o->strategy, cli_strategy_name,
                            "see 'memplan strategies'");
-    if (o->pools && (o->time_limit > 0 || !strcmp(o->strategy, "all") || o->svg)) {
-        fprintf(stderr, "memplan plan: --pools works without --time-limit, --strategy all and --svg\n");
+    if (o->pools && (!strcmp(o->strategy, "all") || o->svg)) {
+        fprintf(stderr, "memplan plan: --pools works without --strategy all and --svg\n");
         return EXIT_INPUT;
     }
     if (o->time_limit > 0 && strcmp(o->strategy, "auto")) {
@@ -120,49 +124,109 @@ static int parse(int argc, char **argv, opts *o) {
     return o->svg && !cli_svg_name("--svg", o->svg) ? EXIT_INPUT : EXIT_OK;
 }
 
-/* memplan plan --pools: one strategy over the pools, a table per pool. */
-static int plan_pools(const opts *o, const mp_buffer_t *b, size_t n, const mp_bounds_t *bd) {
-    char buf[1024];
+/* Anytime auto's progress on stderr (prefix: "" or the pool). */
+static void progress_line(const char *prefix, const mp_anytime_progress_t *p) {
+    double lb = (double)p->lower_bound, gap = lb > 0 ? 100.0 * ((double)p->footprint - lb) / lb : 0;
+    fprintf(stderr, "memplan: %s%7.2f s  footprint %llu  lower bound %llu  gap %.3f%%  (%s)\n",
+            prefix, p->seconds, (unsigned long long)p->footprint,
+            (unsigned long long)p->lower_bound, gap, p->source);
+}
+
+static void progress(void *ctx, const mp_anytime_progress_t *p) {
+    (void)ctx;
+    progress_line("", p);
+}
+
+static void pool_progress(void *ctx, size_t pool, const mp_anytime_progress_t *p) {
+    const mp_pool_t *pools = ctx;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "pool '%.40s': ", pools[pool].name);
+    progress_line(prefix, p);
+}
+
+/* --pools --time-limit: what each pool's search proved. */
+static void print_pool_proofs(const mp_pool_t *pools, size_t k, const mp_exact_report_t *r,
+                              bool json) {
+    for (size_t j = 0; j < k; j++) {
+        double lb = (double)r[j].lower_bound;
+        double gap = lb > 0 ? 100.0 * ((double)r[j].footprint - lb) / lb : 0;
+        if (json) {
+            printf("%s{\"pool\":", j ? "," : "");
+            cli_json_string(pools[j].name);
+            printf(",\"status\":\"%s\",\"footprint\":%llu,\"lower_bound\":%llu,\"start\":%llu,"
+                   "\"seconds\":%.3f,\"hit_limit\":%s}",
+                   mp_exact_status_name(r[j].status), (unsigned long long)r[j].footprint,
+                   (unsigned long long)r[j].lower_bound, (unsigned long long)r[j].start,
+                   r[j].seconds, r[j].hit_limit ? "true" : "false");
+            continue;
+        }
+        printf("pool %s --time-limit: %s, lower bound %llu for its buffers; without the limit %llu; %.2f s\n",
+               pools[j].name, r[j].status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap",
+               (unsigned long long)r[j].lower_bound, (unsigned long long)r[j].start, r[j].seconds);
+        if (r[j].status != MP_EXACT_OPTIMAL)
+            printf("pool %s: proven gap %.3f%% above the lower bound%s\n", pools[j].name, gap,
+                   r[j].hit_limit ? " (time ran out)" : "");
+    }
+}
+
+/* memplan plan --pools: the records read with the pools (their pool
+ * column), one strategy over the pools, a table per pool. */
+static int plan_pools(const opts *o) {
+    char buf[1024], h1[32];
     mp_pool_t pools[16];
     size_t k = cli_parse_pools("memplan plan", o->pools, buf, sizeof buf, pools, 16);
     if (!k) return EXIT_INPUT;
-    mp_pool_plan_t p;
+    mp_buffer_t *b = NULL;
+    uint64_t *fixed = NULL;
+    size_t *fpool = NULL, n = 0;
+    int rc;
+    if (o->path && mp_records_read_pools(o->path, pools, k, &b, &n, &fixed, &fpool) != MP_OK)
+        return cli_read_failed("memplan", o->path, CLI_RECORDS);
+    if (!o->path && (rc = cli_load(NULL, o->model, &b, &n)) != EXIT_OK) return rc;
+    cli_default_align(b, n, o->align);
+    mp_bounds_t bd;
+    mp_pool_plan_t p = {0};
+    mp_exact_report_t rep[16];
+    mp_pool_opts_t po = {.strategy = o->strategy, .fixed = fixed, .fixed_pool = fpool,
+                         .time_limit = o->time_limit, .ctx = pools,
+                         .progress = o->time_limit > 0 ? pool_progress : NULL};
     double t0 = cli_now_ms();
-    if (mp_plan_pools(b, n, pools, k, o->strategy, &p) != MP_OK) {
+    rc = EXIT_INPUT;
+    if (fixed && o->time_limit > 0)
+        fprintf(stderr, "memplan plan: --time-limit cannot take fixed offsets yet\n");
+    else if (mp_bounds_compute(b, n, &bd) != MP_OK ||
+             mp_plan_pools_opts(b, n, pools, k, &po, &p, rep) != MP_OK)
         fprintf(stderr, "memplan: %s\n", mp_last_error());
-        return EXIT_INPUT;
+    else
+        rc = EXIT_OK;
+    if (rc != EXIT_OK) {
+        free(b), free(fixed), free(fpool);
+        return rc;
     }
     double ms = cli_now_ms() - t0;
-    bool valid = mp_pool_plan_check(b, n, pools, k, &p) == MP_OK;
+    bool valid = mp_pool_plan_check_fixed(b, n, pools, k, fixed, fpool, &p) == MP_OK;
     if (!valid) fprintf(stderr, "memplan: %s made an invalid pool plan: %s\n", o->strategy, mp_last_error());
-    char h1[32];
     if (o->json) {
-        printf("{\"buffers\":%zu,\"lower_bound\":%llu,\"strategy\":", n, (unsigned long long)bd->offsets);
+        printf("{\"buffers\":%zu,\"lower_bound\":%llu,\"strategy\":", n, (unsigned long long)bd.offsets);
         cli_json_string(p.strategy);
         printf(",\"ms\":%.3f,\"valid\":%s,", ms, valid ? "true" : "false");
         cli_pools_print(pools, k, &p, true);
+        if (o->time_limit > 0) printf(",\"proofs\":["), print_pool_proofs(pools, k, rep, true), printf("]");
         printf("}\n");
     } else if (!cli_stdout_output((const cli_output[]){{"-o", o->out}}, 1)) {
         printf("%zu buffers; lower bound %s (offsets, one pool); strategy %s, %.3f ms, valid: %s\n\n",
-               n, cli_human(bd->offsets, h1, sizeof h1), p.strategy, ms, valid ? "yes" : "NO");
+               n, cli_human(bd.offsets, h1, sizeof h1), p.strategy, ms, valid ? "yes" : "NO");
         cli_pools_print(pools, k, &p, false);
+        if (o->time_limit > 0) printf("\n"), print_pool_proofs(pools, k, rep, false);
     }
-    int rc = valid ? EXIT_OK : EXIT_INVALID;
+    rc = valid ? EXIT_OK : EXIT_INVALID;
     if (o->out && mp_pool_plan_write_csv(o->out, b, n, pools, &p) != MP_OK) {
         fprintf(stderr, "memplan: %s\n", mp_last_error());
         rc = EXIT_INPUT;
     }
     mp_pool_plan_free(&p);
+    free(b), free(fixed), free(fpool);
     return rc;
-}
-
-/* Anytime auto's progress on stderr. */
-static void progress(void *ctx, const mp_anytime_progress_t *p) {
-    (void)ctx;
-    double lb = (double)p->lower_bound, gap = lb > 0 ? 100.0 * ((double)p->footprint - lb) / lb : 0;
-    fprintf(stderr, "memplan: %7.2f s  footprint %llu  lower bound %llu  gap %.3f%%  (%s)\n",
-            p->seconds, (unsigned long long)p->footprint, (unsigned long long)p->lower_bound, gap,
-            p->source);
 }
 
 /* Runs and checks one strategy (around the fixed offsets, when not NULL);
@@ -308,6 +372,7 @@ int cmd_plan(int argc, char **argv) {
     const cli_output outs[] = {{"-o", o.out}, {"--svg", o.svg}};
     const char *in = o.path ? o.path : o.model;
     if ((rc = cli_check_outputs(&in, 1, outs, 2))) return rc;
+    if (o.pools) return plan_pools(&o);
     mp_buffer_t *b = NULL;
     uint64_t *fixed = NULL; /* the records' offset column, if any */
     size_t n = 0;
@@ -322,12 +387,6 @@ int cmd_plan(int argc, char **argv) {
         fprintf(stderr, "memplan: %s\n", r ? mp_last_error() : "out of memory");
         free(r), free(b), free(fixed);
         return EXIT_INPUT;
-    }
-    if (o.pools) { /* pools and fixed offsets do not mix yet */
-        if (fixed) fprintf(stderr, "memplan plan: --pools cannot take fixed offsets yet\n");
-        rc = fixed ? EXIT_INPUT : plan_pools(&o, b, n, &bd);
-        free(r), free(b), free(fixed);
-        return rc;
     }
     bool all = !strcmp(o.strategy, "all");
     if (all && fixed)
