@@ -24,50 +24,67 @@
  *
  * Which buffer fits a line [a, e) best is a two-sided query: first >= a,
  * end <= e, longest lifetime.  Buffers are ranked by (first, index), so the
- * ones starting in the line are a run of ranks.  A short run is scanned.
- * Otherwise a segment tree over the ranks (per node: the best unplaced
- * buffer and the least end) is searched branch and bound, which is fast
- * unless many long buffers start in the line but end past it; after a fixed
- * number of node visits the search goes on in a 2-d tree over (first, end)
- * (per node: bounding box and best unplaced buffer, refreshed lazily),
- * built on first need, whose worst case is O(sqrt n) nodes per query.
+ * ones starting in the line are a run of ranks; "longest, then lowest
+ * index" is precomputed as one 32-bit priority per buffer (a sort), so
+ * comparing two candidates is comparing two integers.  A short run is
+ * scanned.  Otherwise a segment tree over blocks of 16 ranks (per node: the
+ * best unplaced buffer and the least end) is searched branch and bound,
+ * scanning the blocks it reaches, which is fast unless many long buffers
+ * start in the line but end past it; after a fixed number of node visits
+ * the search goes on in a 2-d tree over (first, end) (per node: bounding
+ * box and best unplaced buffer, refreshed lazily), built on first need,
+ * whose worst case is O(sqrt n) nodes per query.
+ *
+ * Speed.  The lowest line jumps about the whole run, so nearly every step
+ * starts with cache misses; the layout keeps their number down: 8 bytes per
+ * rank for the query (priority and end), 16 per placement record, 24 per
+ * position, a tree 16 times smaller than one over ranks, and the buffers
+ * themselves (40 bytes each) never read while packing.
  *
  * Complexity: at most n placements and 2n+1 lifts (a lift removes a line,
  * a placement adds at most two), each O(log n) for the segment tree and
- * O(1) amortized for the heap, plus a scan of at most 16 leaves, at most
- * 256 segment-tree visits, or an O(sqrt n) 2-d tree search (the tree costs
+ * O(1) amortized for the heap, plus a scan of at most 31 ranks, at most
+ * 256 tree visits, or an O(sqrt n) 2-d tree search (the tree costs
  * O(n log n) expected to build, by quickselect).  On DNN-shaped inputs the
  * 2-d tree is rarely or never needed and the whole is O(n log n); the
- * worst case is O(n sqrt n).  Memory O(n), about 200-300 bytes a buffer.
- * Measured on a 2-core VM (Release): 10^6 MP_GEN_DNN buffers in ~1.5-2.5 s,
- * mostly cache misses: the lowest line jumps about the whole run. */
+ * worst case is O(n sqrt n).  Memory O(n), about 100 bytes a buffer.
+ * Positions and ranks are 32-bit: at most 2^31 - 2 buffers. */
 #include "../core/internal.h"
 #include "../strategies/strategies.h"
 
 #include <stdlib.h>
 
 #define SCAN 16          /* runs up to this long are scanned */
-#define BUDGET 256       /* segment-tree visits before the 2-d tree takes over */
+enum { BLK = 16 };       /* ranks per leaf of the segment tree */
+#define NONE UINT32_MAX  /* no buffer; the priority of a placed one */
 
-/* Per rank (buffers in (first, index) order), so that the candidates of a
- * line sit together in memory. */
-typedef struct item {
-    size_t x;              /* the buffer */
-    size_t f, g;           /* positions of first and last + 1 */
-    uint64_t len;          /* last - first */
-} item;
+/* Segment-tree visits before the 2-d tree takes over.  Tests lower it to
+ * reach the 2-d tree, which DNN-shaped inputs never need. */
+size_t mp__strip_budget = 256;
 
-/* A candidate, or the best below a tree node: MP__NIL x for none. */
+/* Per rank (buffers in (first, index) order): what a query reads.  prio
+ * ranks the buffer by (longest lifetime, lowest index), 0 the best; NONE
+ * once placed.  g is the position of last + 1. */
+typedef struct leaf {
+    uint32_t prio, g;
+} leaf;
+
+/* Per rank: what placing reads. */
+typedef struct rec {
+    uint64_t size;
+    uint32_t f;            /* position of first */
+    uint32_t x;            /* the buffer */
+} rec;
+
+/* A candidate: priority (NONE for none) and rank. */
 typedef struct cand {
-    uint64_t len;
-    size_t x, r;           /* buffer and rank */
+    uint32_t prio, r;
 } cand;
 
-/* A segment-tree node: the best unplaced buffer below it and the least
- * end position of the unplaced buffers below it (SIZE_MAX if none). */
+/* A segment-tree node: the best unplaced buffer below it (priority, rank,
+ * end) and the least end of the unplaced buffers below it (NONE if none). */
 typedef struct node {
-    cand best;
-    size_t mine;
+    uint32_t prio, r, g, mine;
 } node;
 
 /* A 2-d tree node (Eytzinger layout: children 2i and 2i+1) holding one
@@ -75,24 +92,26 @@ typedef struct node {
  * best unplaced buffer of its subtree -- possibly placed since, then still
  * an upper bound, and recomputed when it matters. */
 typedef struct kdn {
-    size_t fmin, fmax, gmin, gmax;
-    size_t r;
+    uint32_t fmin, fmax, gmin, gmax;
+    uint32_t r;
     cand best;
 } kdn;
 
-/* Per position a: the line starting there, if live. */
+/* Per position a: the line starting there, if any (end == 0: none, since
+ * a line ends after it starts). */
 typedef struct line {
     uint64_t h;            /* height */
-    size_t end;            /* end position: the next line's left */
-    size_t prev;           /* previous line's left, MP__NIL for the first */
-    size_t run;            /* first rank whose buffer starts at or after a */
-    bool live;             /* a line starts at a */
+    uint32_t end;          /* end position: the next line's left */
+    uint32_t prev;         /* previous line's left, NONE for the first */
+    uint32_t run;          /* first rank whose buffer starts at or after a */
+    uint32_t erun;         /* run of its end: kept with end, so a search
+                            * reads one line, not two */
 } line;
 
 /* A line's key: lowest first, then leftmost. */
 typedef struct lkey {
     uint64_t h;
-    size_t a;
+    uint32_t a;
 } lkey;
 
 typedef struct lbucket {
@@ -103,11 +122,12 @@ typedef struct lbucket {
 typedef struct strip {
     const mp_buffer_t *b;
     size_t n, m;           /* buffers; positions (distinct first / last+1) */
-    item *it;              /* by rank */
-    bool *placed;          /* by rank */
+    leaf *lf;              /* by rank */
+    rec *rc;               /* by rank */
+    uint8_t *ashift;       /* by rank: log2 of the alignment; NULL if all 1 */
     line *ln;              /* by position; m-1 is max last + 1, never a line */
-    size_t cap;            /* leaves of the segment tree */
-    node *t;               /* the segment tree: root 1, rank r at leaf cap + r */
+    size_t cap;            /* leaves (blocks) of the segment tree */
+    node *t;               /* the segment tree: root 1, block q at leaf cap + q */
     size_t visits;         /* segment-tree visits left in this search */
     kdn *kd;               /* the 2-d tree, nodes 1..n; built on first use */
     lbucket bk[65];        /* radix heap of the lines' keys, some stale */
@@ -115,28 +135,18 @@ typedef struct strip {
     uint64_t top;          /* the footprint so far: highest buffer end */
 } strip;
 
-static const cand NONE = {0, MP__NIL, MP__NIL};
-
-/* Longer lifetime wins; equal lifetimes go to the lower index. */
-static bool beats(const cand *p, const cand *q) {
-    if (p->x == MP__NIL) return false;
-    if (q->x == MP__NIL) return true;
-    return p->len != q->len ? p->len > q->len : p->x < q->x;
-}
-
-static cand cand_of(const strip *s, size_t r) {
-    return s->placed[r] ? NONE : (cand){s->it[r].len, s->it[r].x, r};
-}
+static cand cand_of(const strip *s, size_t r) { return (cand){s->lf[r].prio, (uint32_t)r}; }
 
 /* ---- setup ------------------------------------------------------------ */
 
 /* Positions: each first and last+1 gets the rank of its value among the
  * distinct values.  One sort of 2n keys, which also yields the ranks: key
- * 2i is buffer i's first, so the even keys come in (first, index) order. */
+ * 2i is buffer i's first, so the even keys come in (first, index) order.
+ * Then one sort of n keys by (longest, index) gives the priorities. */
 static mp_status compress(strip *s) {
     size_t n = s->n;
     mp__key *k = malloc(2 * n * sizeof *k);
-    size_t *rank = malloc(n * sizeof *rank);
+    uint32_t *rank = malloc(n * sizeof *rank);
     mp_status st = MP_OK;
     if (!k || !rank) st = MP__NOMEM();
     for (size_t i = 0; st == MP_OK && i < n; i++) {
@@ -145,81 +155,117 @@ static mp_status compress(strip *s) {
     }
     if (st == MP_OK) st = mp__sort_keys(k, 2 * n);
     if (st == MP_OK) {
-        size_t m = 0, r = 0;
+        uint32_t m = 0, r = 0;
         for (size_t j = 0; j < 2 * n; j++) {
             if (j > 0 && k[j].a != k[j - 1].a) m++;
             size_t i = k[j].i / 2;
             if (k[j].i % 2 == 0) {
                 rank[i] = r;
-                s->it[r++] = (item){i, m, 0, s->b[i].last - s->b[i].first};
+                s->rc[r++] = (rec){s->b[i].size, m, (uint32_t)i};
             } else {
-                s->it[rank[i]].g = m; /* last + 1 > first: its first came earlier */
+                s->lf[rank[i]].g = m; /* last + 1 > first: its first came earlier */
             }
         }
-        s->m = m + 1;
+        s->m = (size_t)m + 1;
+        /* Complemented lengths sort longest first, ties by index. */
+        for (size_t i = 0; i < n; i++) k[i] = (mp__key){~(s->b[i].last - s->b[i].first), 0, i};
+        st = mp__sort_keys(k, n);
     }
+    for (size_t j = 0; st == MP_OK && j < n; j++) s->lf[rank[k[j].i]].prio = (uint32_t)j;
+    for (size_t i = 0; st == MP_OK && i < n; i++)
+        if (s->b[i].align > 1 && !s->ashift && !(s->ashift = calloc(n, 1))) st = MP__NOMEM();
+    for (size_t i = 0; st == MP_OK && s->ashift && i < n; i++)
+        for (uint64_t al = s->b[i].align; al > 1; al >>= 1) s->ashift[rank[i]]++;
     free(k);
     free(rank);
     return st;
 }
 
-static void pull(strip *s, size_t v) {
-    const node *l = &s->t[2 * v], *r = l + 1;
-    s->t[v].best = beats(&l->best, &r->best) ? l->best : r->best;
-    s->t[v].mine = l->mine < r->mine ? l->mine : r->mine;
+/* The best unplaced buffer and least end among ranks [lo, hi) of block q. */
+static node block_node(const strip *s, size_t q) {
+    node v = {NONE, 0, 0, NONE};
+    size_t lo = q * BLK, hi = lo + BLK < s->n ? lo + BLK : s->n;
+    for (size_t r = lo; r < hi; r++) {
+        leaf l = s->lf[r];
+        if (l.prio == NONE) continue;
+        if (l.prio < v.prio) v.prio = l.prio, v.r = (uint32_t)r, v.g = l.g;
+        if (l.g < v.mine) v.mine = l.g;
+    }
+    return v;
 }
 
-static mp_status push(strip *s, size_t a, uint64_t h);
+static void pull(strip *s, size_t v) {
+    const node *l = &s->t[2 * v], *r = l + 1;
+    uint32_t mine = l->mine < r->mine ? l->mine : r->mine;
+    s->t[v] = l->prio < r->prio ? *l : *r;
+    s->t[v].mine = mine;
+}
+
+static mp_status push(strip *s, uint32_t a, uint64_t h);
 
 static mp_status build(strip *s) {
     mp_status st = compress(s);
     if (st != MP_OK) return st;
     for (size_t r = 0, p = 0; p < s->m; p++) {
-        while (r < s->n && s->it[r].f < p) r++;
-        s->ln[p] = (line){0, 0, MP__NIL, r, false};
+        while (r < s->n && s->rc[r].f < p) r++;
+        s->ln[p] = (line){0, 0, NONE, (uint32_t)r, 0};
     }
-    for (s->cap = 1; s->cap < s->n; s->cap *= 2) {}
+    size_t blocks = (s->n + BLK - 1) / BLK;
+    for (s->cap = 1; s->cap < blocks; s->cap *= 2) {}
     s->t = malloc(2 * s->cap * sizeof *s->t);
     if (!s->t) return MP__NOMEM();
-    for (size_t r = 0; r < s->cap; r++)
-        s->t[s->cap + r] = r < s->n ? (node){cand_of(s, r), s->it[r].g} : (node){NONE, SIZE_MAX};
+    for (size_t q = 0; q < s->cap; q++)
+        s->t[s->cap + q] = q < blocks ? block_node(s, q) : (node){NONE, 0, 0, NONE};
     for (size_t v = s->cap - 1; v >= 1; v--) pull(s, v);
     /* One line over all time at height 0. */
-    s->ln[0].end = s->m - 1;
-    s->ln[0].live = true;
+    s->ln[0].end = (uint32_t)(s->m - 1);
+    s->ln[0].erun = (uint32_t)s->n;
     return push(s, 0, 0);
 }
 
 /* ---- candidates: segment tree ----------------------------------------- */
 
-/* Marks the buffer at rank r placed. */
+/* Marks the buffer at rank r placed.  A node above changes only if the
+ * one below did. */
 static void take(strip *s, size_t r) {
-    s->placed[r] = true;
-    size_t v = s->cap + r;
-    s->t[v] = (node){NONE, SIZE_MAX};
-    for (v /= 2; v >= 1; v /= 2) {
-        node old = s->t[v];
+    s->lf[r].prio = NONE;
+    size_t v = s->cap + r / BLK;
+    node was = s->t[v];
+    s->t[v] = block_node(s, r / BLK);
+    while (v > 1 && (was.prio != s->t[v].prio || was.mine != s->t[v].mine)) {
+        v /= 2;
+        was = s->t[v];
         pull(s, v);
-        if (old.best.x == s->t[v].best.x && old.mine == s->t[v].mine) break; /* no change above */
     }
+}
+
+/* The best unplaced buffer of ranks [lo, hi) ending by position e, if it
+ * beats *ans. */
+static void scan(const strip *s, size_t lo, size_t hi, uint32_t e, cand *ans) {
+    for (size_t r = lo; r < hi; r++)
+        if (s->lf[r].g <= e && s->lf[r].prio < ans->prio) *ans = (cand){s->lf[r].prio, (uint32_t)r};
 }
 
 /* The best buffer below node v (inside the query) ending by position e, if
  * it beats *ans; false when the visit budget ran out. */
-static bool descend(strip *s, size_t v, size_t e, cand *ans) {
+static bool descend(strip *s, size_t v, uint32_t e, cand *ans) {
     if (s->visits == 0) return false;
     s->visits--;
     const node *t = &s->t[v];
-    if (t->mine > e || !beats(&t->best, ans)) return true;
-    if (s->it[t->best.r].g <= e) {
-        *ans = t->best;
+    if (t->mine > e || t->prio >= ans->prio) return true;
+    if (t->g <= e) {
+        *ans = (cand){t->prio, t->r};
         return true;
     }
-    if (v >= s->cap) return true;
+    if (v >= s->cap) {
+        size_t lo = (v - s->cap) * BLK;
+        scan(s, lo, lo + BLK < s->n ? lo + BLK : s->n, e, ans);
+        return true;
+    }
     size_t l = 2 * v, r = l + 1;
     /* The child holding the better buffer first: it most likely settles
      * the answer and prunes its sibling. */
-    if (beats(&s->t[r].best, &s->t[l].best)) l = r, r = 2 * v;
+    if (s->t[r].prio < s->t[l].prio) l = r, r = 2 * v;
     return descend(s, l, e, ans) && descend(s, r, e, ans);
 }
 
@@ -236,7 +282,7 @@ static size_t left_size(size_t s) {
 /* A point while building: rank and end position.  Dimension 0 orders by
  * rank (= by (first, index)), dimension 1 by (end, rank). */
 typedef struct kpt {
-    size_t g, r;
+    uint32_t g, r;
 } kpt;
 
 static bool kd_lt(kpt x, kpt y, int dim) {
@@ -269,22 +315,23 @@ static void select_kth(kpt *p, size_t lo, size_t hi, size_t k, int dim) {
     if (hi - lo == 2 && kd_lt(p[lo + 1], p[lo], dim)) swap(p, lo, lo + 1);
 }
 
+static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
 /* Node i gets the median of p[lo, hi) on dim; its subtrees the rest. */
 static void kd_build(strip *s, size_t i, kpt *p, size_t lo, size_t hi, int dim) {
     size_t mid = lo + left_size(hi - lo);
     select_kth(p, lo, hi, mid, dim);
-    size_t r = p[mid].r;
+    uint32_t r = p[mid].r, f = s->rc[r].f, g = s->lf[r].g;
     kdn *k = &s->kd[i];
-    *k = (kdn){s->it[r].f, s->it[r].f, s->it[r].g, s->it[r].g, r, cand_of(s, r)};
+    *k = (kdn){f, f, g, g, r, cand_of(s, r)};
     if (lo < mid) kd_build(s, 2 * i, p, lo, mid, !dim);
     if (mid + 1 < hi) kd_build(s, 2 * i + 1, p, mid + 1, hi, !dim);
     for (size_t c = 2 * i; c <= 2 * i + 1 && c <= s->n; c++) {
         const kdn *q = &s->kd[c];
-        k->fmin = q->fmin < k->fmin ? q->fmin : k->fmin;
-        k->fmax = q->fmax > k->fmax ? q->fmax : k->fmax;
-        k->gmin = q->gmin < k->gmin ? q->gmin : k->gmin;
-        k->gmax = q->gmax > k->gmax ? q->gmax : k->gmax;
-        if (beats(&q->best, &k->best)) k->best = q->best;
+        k->fmin = min32(k->fmin, q->fmin), k->fmax = max32(k->fmax, q->fmax);
+        k->gmin = min32(k->gmin, q->gmin), k->gmax = max32(k->gmax, q->gmax);
+        if (q->best.prio < k->best.prio) k->best = q->best;
     }
 }
 
@@ -295,7 +342,7 @@ static mp_status kd_init(strip *s) {
         free(p);
         return MP__NOMEM();
     }
-    for (size_t r = 0; r < s->n; r++) p[r] = (kpt){s->it[r].g, r};
+    for (size_t r = 0; r < s->n; r++) p[r] = (kpt){s->lf[r].g, (uint32_t)r};
     kd_build(s, 1, p, 0, s->n, 0);
     free(p);
     return MP_OK;
@@ -304,56 +351,58 @@ static mp_status kd_init(strip *s) {
 /* Brings node i's best up to date after placements below it. */
 static void refresh(strip *s, size_t i) {
     kdn *k = &s->kd[i];
-    if (k->best.x == MP__NIL || !s->placed[k->best.r]) return;
+    if (k->best.prio == NONE || s->lf[k->best.r].prio != NONE) return;
     k->best = cand_of(s, k->r);
     for (size_t c = 2 * i; c <= 2 * i + 1 && c <= s->n; c++) {
         refresh(s, c);
-        if (beats(&s->kd[c].best, &k->best)) k->best = s->kd[c].best;
+        if (s->kd[c].best.prio < k->best.prio) k->best = s->kd[c].best;
     }
 }
 
 /* The best buffer below node i with first >= a and end <= e, if it beats
  * *ans.  A stale best bounds from above, so pruning needs no refresh. */
-static void kd_search(strip *s, size_t i, size_t a, size_t e, cand *ans) {
+static void kd_search(strip *s, size_t i, uint32_t a, uint32_t e, cand *ans) {
     kdn *k = &s->kd[i];
-    if (k->fmax < a || k->gmin > e || !beats(&k->best, ans)) return;
+    if (k->fmax < a || k->gmin > e || k->best.prio >= ans->prio) return;
     refresh(s, i);
-    if (!beats(&k->best, ans)) return;
+    if (k->best.prio >= ans->prio) return;
     if (k->fmin >= a && k->gmax <= e) {
         *ans = k->best;
         return;
     }
-    const item *x = &s->it[k->r];
     cand own = cand_of(s, k->r);
-    if (x->f >= a && x->g <= e && beats(&own, ans)) *ans = own;
+    if (s->rc[k->r].f >= a && s->lf[k->r].g <= e && own.prio < ans->prio) *ans = own;
     size_t l = 2 * i, r = l + 1;
-    if (r <= s->n && beats(&s->kd[r].best, &s->kd[l].best)) l = r, r = 2 * i;
+    if (r <= s->n && s->kd[r].best.prio < s->kd[l].best.prio) l = r, r = 2 * i;
     if (l <= s->n) kd_search(s, l, a, e, ans);
     if (r <= s->n) kd_search(s, r, a, e, ans);
 }
 
-/* Rank of the best unplaced buffer for the line [a, e), or MP__NIL. */
-static mp_status search(strip *s, size_t a, size_t e, size_t *out) {
-    size_t lo = s->ln[a].run, hi = s->ln[e].run;
-    cand ans = NONE;
-    if (hi - lo <= SCAN) { /* leaves of a short run are contiguous */
-        for (const node *t = &s->t[s->cap + lo], *z = &s->t[s->cap + hi]; t < z; t++)
-            if (t->mine <= e && beats(&t->best, &ans)) ans = t->best;
-        *out = ans.r;
-        return MP_OK;
+/* Rank of the best unplaced buffer for the line [a, e), or MP__NIL.  The
+ * ranks of the run not in whole blocks are scanned, the whole blocks
+ * searched in the tree. */
+static mp_status search(strip *s, uint32_t a, uint32_t e, size_t *out) {
+    size_t lo = s->ln[a].run, hi = s->ln[a].erun;
+    size_t bl = (lo + BLK - 1) / BLK, bh = hi / BLK; /* whole blocks [bl, bh) */
+    cand ans = {NONE, 0};
+    if (hi - lo <= SCAN || bl >= bh) {
+        scan(s, lo, hi, e, &ans);
+    } else {
+        scan(s, lo, bl * BLK, e, &ans);
+        scan(s, bh * BLK, hi, e, &ans);
+        bool done = true;
+        s->visits = mp__strip_budget;
+        for (size_t l = bl + s->cap, r = bh + s->cap; done && l < r; l /= 2, r /= 2) {
+            if (l & 1) done = descend(s, l++, e, &ans);
+            if (done && (r & 1)) done = descend(s, --r, e, &ans);
+        }
+        if (!done) { /* ans so far is a lower bound the 2-d tree starts from */
+            mp_status st;
+            if (!s->kd && (st = kd_init(s)) != MP_OK) return st;
+            kd_search(s, 1, a, e, &ans);
+        }
     }
-    bool done = true;
-    s->visits = BUDGET;
-    for (size_t l = lo + s->cap, r = hi + s->cap; done && l < r; l /= 2, r /= 2) {
-        if (l & 1) done = descend(s, l++, e, &ans);
-        if (done && (r & 1)) done = descend(s, --r, e, &ans);
-    }
-    if (!done) { /* ans so far is a lower bound the 2-d tree starts from */
-        mp_status st;
-        if (!s->kd && (st = kd_init(s)) != MP_OK) return st;
-        kd_search(s, 1, a, e, &ans);
-    }
-    *out = ans.r;
+    *out = ans.prio == NONE ? MP__NIL : ans.r;
     return MP_OK;
 }
 
@@ -380,8 +429,10 @@ static unsigned bucket_of(uint64_t h, uint64_t last) {
 
 static mp_status bucket_add(strip *s, unsigned i, lkey k) {
     lbucket *q = &s->bk[i];
-    mp_status st = mp__grow((void **)&q->k, &q->cap, q->len + 1, sizeof *q->k);
-    if (st != MP_OK) return st;
+    if (q->len == q->cap) {
+        mp_status st = mp__grow((void **)&q->k, &q->cap, q->len + 1, sizeof *q->k);
+        if (st != MP_OK) return st;
+    }
     size_t j = q->len++;
     if (i == 0) /* sift up by left position */
         for (; j > 0 && k.a < q->k[(j - 1) / 2].a; j = (j - 1) / 2) q->k[j] = q->k[(j - 1) / 2];
@@ -391,7 +442,7 @@ static mp_status bucket_add(strip *s, unsigned i, lkey k) {
 
 /* Records that the line at a now has height h (never below the last
  * popped height). */
-static mp_status push(strip *s, size_t a, uint64_t h) {
+static mp_status push(strip *s, uint32_t a, uint64_t h) {
     MP__ASSERT(h >= s->last);
     return bucket_add(s, bucket_of(h, s->last), (lkey){h, a});
 }
@@ -435,62 +486,68 @@ static mp_status pop(strip *s, lkey *out) {
 
 /* The lowest, then leftmost line.  Every live line has a current key in
  * the heap; a key is current iff its line is live at that height. */
-static mp_status lowest(strip *s, size_t *a) {
+static mp_status lowest(strip *s, uint32_t *a) {
     for (;;) {
         lkey k;
         mp_status st = pop(s, &k);
         if (st != MP_OK) return st;
-        if (s->ln[k.a].live && s->ln[k.a].h == k.h) {
+        if (s->ln[k.a].end && s->ln[k.a].h == k.h) {
             *a = k.a;
             return MP_OK;
         }
     }
 }
 
-/* The line after the one at a, MP__NIL at the right end. */
-static size_t next_of(const strip *s, size_t a) {
-    return s->ln[a].end == s->m - 1 ? MP__NIL : s->ln[a].end;
+/* The line after the one at a, NONE at the right end. */
+static uint32_t next_of(const strip *s, uint32_t a) {
+    return s->ln[a].end == s->m - 1 ? NONE : s->ln[a].end;
 }
 
-static void link_next(strip *s, size_t a) {
-    size_t nx = next_of(s, a);
-    if (nx != MP__NIL) s->ln[nx].prev = a;
+static void link_next(strip *s, uint32_t a) {
+    uint32_t nx = next_of(s, a);
+    if (nx != NONE) s->ln[nx].prev = a;
+}
+
+/* The line at a absorbs the line at b, which follows it. */
+static void absorb(line *ln, uint32_t a, uint32_t b) {
+    ln[a].end = ln[b].end, ln[a].erun = ln[b].erun;
+    ln[b].end = 0;
 }
 
 /* Puts the buffer at rank r on the line at a, whose key was just popped:
  * the line at a and every line whose height changes get a key. */
-static mp_status place(strip *s, size_t a, size_t r, uint64_t *offset) {
+static mp_status place(strip *s, uint32_t a, size_t r, uint64_t *offset) {
     line *ln = s->ln;
-    const mp_buffer_t *bx = &s->b[s->it[r].x];
-    size_t e = ln[a].end, f = s->it[r].f, g = s->it[r].g;
-    uint64_t h = ln[a].h, off = mp__align_up(h, bx->align), top = off + bx->size;
-    offset[s->it[r].x] = off;
+    const rec x = s->rc[r];
+    uint32_t e = ln[a].end, er = ln[a].erun, f = x.f, g = s->lf[r].g;
+    uint64_t h = ln[a].h, off = s->ashift ? mp__align_up(h, (uint64_t)1 << s->ashift[r]) : h;
+    uint64_t top = off + x.size;
+    offset[x.x] = off;
     s->top = mp__max64(s->top, top);
     take(s, r);
     mp_status st;
     if (g < e) { /* right remainder [g, e) stays at h */
-        ln[g].h = h, ln[g].end = e, ln[g].prev = f, ln[g].live = true;
+        ln[g].h = h, ln[g].end = e, ln[g].erun = er, ln[g].prev = f;
         link_next(s, g);
         if ((st = push(s, g, h)) != MP_OK) return st;
     }
     if (a < f) { /* left remainder [a, f) stays at h */
-        ln[a].end = f;
+        ln[a].end = f, ln[a].erun = ln[f].run;
         ln[f].prev = a;
         if ((st = push(s, a, h)) != MP_OK) return st;
     }
-    ln[f].h = top, ln[f].end = g, ln[f].live = true; /* prev is ln[a].prev if f == a */
+    /* prev is ln[a].prev if f == a */
+    ln[f].h = top, ln[f].end = g, ln[f].erun = g < e ? ln[g].run : er;
     link_next(s, f);
     /* The raised line may now be as high as an untouched neighbour. */
-    size_t nx = g == e ? next_of(s, f) : MP__NIL;
-    if (nx != MP__NIL && ln[nx].h == top) {
-        ln[nx].live = false;
-        ln[f].end = ln[nx].end;
+    uint32_t nx = g == e ? next_of(s, f) : NONE;
+    if (nx != NONE && ln[nx].h == top) {
+        absorb(ln, f, nx);
         link_next(s, f);
     }
-    size_t pv = a == f ? ln[f].prev : MP__NIL;
-    if (pv != MP__NIL && ln[pv].h == top) {
-        ln[f].live = false;
-        ln[pv].end = ln[f].end;
+    uint32_t pv = a == f ? ln[f].prev : NONE;
+    if (pv != NONE && ln[pv].h == top) {
+        absorb(ln, pv, f);
         link_next(s, pv);
         return MP_OK;
     }
@@ -499,30 +556,26 @@ static mp_status place(strip *s, size_t a, size_t r, uint64_t *offset) {
 
 /* Nothing fits the line at a: merge it into its lower neighbour, or both
  * when they are equally high (sekiyama2018 Fig. 1d). */
-static mp_status lift(strip *s, size_t a) {
+static mp_status lift(strip *s, uint32_t a) {
     line *ln = s->ln;
-    size_t pv = ln[a].prev, nx = next_of(s, a);
-    MP__ASSERT(pv != MP__NIL || nx != MP__NIL);
-    if (pv != MP__NIL && (nx == MP__NIL || ln[pv].h <= ln[nx].h)) {
-        ln[a].live = false;
-        ln[pv].end = ln[a].end;
-        if (nx != MP__NIL && ln[nx].h == ln[pv].h) {
-            ln[nx].live = false;
-            ln[pv].end = ln[nx].end;
-        }
+    uint32_t pv = ln[a].prev, nx = next_of(s, a);
+    MP__ASSERT(pv != NONE || nx != NONE);
+    if (pv != NONE && (nx == NONE || ln[pv].h <= ln[nx].h)) {
+        absorb(ln, pv, a);
+        if (nx != NONE && ln[nx].h == ln[pv].h) absorb(ln, pv, nx);
         link_next(s, pv);
         return MP_OK;
     }
-    ln[nx].live = false;
     ln[a].h = ln[nx].h;
-    ln[a].end = ln[nx].end;
+    absorb(ln, a, nx);
     link_next(s, a);
     return push(s, a, ln[a].h);
 }
 
 static mp_status pack(strip *s, uint64_t *offset) {
     for (size_t placed = 0, step = 0; placed < s->n; step++) {
-        size_t a, r;
+        uint32_t a;
+        size_t r;
         if (mp__watch_stop(step, s->top)) return (mp_status)MP__STOPPED; /* auto.c */
         mp_status st = lowest(s, &a);
         if (st == MP_OK) st = search(s, a, s->ln[a].end, &r);
@@ -535,14 +588,16 @@ static mp_status pack(strip *s, uint64_t *offset) {
 
 mp_status mp__offsets_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *offset) {
     if (n == 0) return MP_OK;
+    if (n > (UINT32_MAX - 2) / 2)
+        return mp__err(MP_EOVERFLOW, "strip-bestfit: more than 2^31 - 2 buffers");
     strip s = {.b = b, .n = n};
-    s.it = malloc(n * sizeof *s.it);
-    s.placed = calloc(n, sizeof *s.placed);
-    s.ln = malloc(2 * n * sizeof *s.ln); /* at most 2n positions */
+    s.lf = malloc(n * sizeof *s.lf);
+    s.rc = malloc(n * sizeof *s.rc);
+    s.ln = malloc((2 * n + 1) * sizeof *s.ln); /* at most 2n positions */
     mp_status st;
-    if (!s.it || !s.placed || !s.ln) st = MP__NOMEM();
+    if (!s.lf || !s.rc || !s.ln) st = MP__NOMEM();
     else if ((st = build(&s)) == MP_OK) st = pack(&s, offset);
-    free(s.it), free(s.placed), free(s.ln), free(s.t), free(s.kd);
+    free(s.lf), free(s.rc), free(s.ashift), free(s.ln), free(s.t), free(s.kd);
     for (int i = 0; i < 65; i++) free(s.bk[i].k);
     return st;
 }

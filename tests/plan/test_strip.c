@@ -20,6 +20,10 @@
 #define B(i, f, l, s) {.id = (i), .first = (f), .last = (l), .size = (s)}
 #define BA(i, f, l, s, al) {.id = (i), .first = (f), .last = (l), .size = (s), .align = (al)}
 
+/* Segment-tree visits before strip-bestfit's 2-d tree takes over
+ * (src/offsets/strip_bestfit.c). */
+extern size_t mp__strip_budget;
+
 typedef mp_status (*offsets_fn)(const mp_buffer_t *, size_t, uint64_t *);
 
 static const struct {
@@ -251,25 +255,31 @@ static void test_random_shapes(void) {
 }
 
 /* The shape that matters for speed: DNN-shaped, 2000 buffers (count of
- * them).  Then shapes whose long buffers cross many lines and send
- * strip-bestfit's searches past the segment tree's budget into its 2-d
- * tree: ten long-lived ones of 2000 (about 8 fallbacks each) and twenty
- * uniform ones of 500 (about 25 each). */
+ * them).  Then shapes whose long buffers cross many lines: ten long-lived
+ * ones of 2000 and twenty uniform ones of 500, each also with the segment
+ * tree's visit budget cut to one visit, which sends nearly every search
+ * that reaches the tree into the 2-d tree (at the default budget these
+ * shapes rarely get there). */
 static void test_random_large(int count) {
     enum { N = 2000 };
     mp_buffer_t *b = malloc(N * sizeof *b);
+    size_t budget = mp__strip_budget;
     for (int seed = 1; seed <= count; seed++) {
         mp_gen_problem(b, N, MP_GEN_DNN, 5000 + (uint64_t)seed);
         compare(b, N, "dnn-2000", 5000 + (uint64_t)seed, seed <= 10);
     }
-    for (int seed = 1; seed <= 10; seed++) {
-        mp_gen_problem(b, N, MP_GEN_LONGLIVED, 5000 + (uint64_t)seed);
-        compare(b, N, "longlived-2000", 5000 + (uint64_t)seed, seed <= 2);
+    for (int cut = 0; cut < 2; cut++) {
+        mp__strip_budget = cut ? 1 : budget;
+        for (int seed = 1; seed <= 10; seed++) {
+            mp_gen_problem(b, N, MP_GEN_LONGLIVED, 5000 + (uint64_t)seed);
+            compare(b, N, "longlived-2000", 5000 + (uint64_t)seed, seed <= 2);
+        }
+        for (int seed = 1; seed <= 20; seed++) {
+            mp_gen_problem(b, 500, MP_GEN_UNIFORM, 7000 + (uint64_t)seed);
+            compare(b, 500, "uniform-500", 7000 + (uint64_t)seed, false);
+        }
     }
-    for (int seed = 1; seed <= 20; seed++) {
-        mp_gen_problem(b, 500, MP_GEN_UNIFORM, 7000 + (uint64_t)seed);
-        compare(b, 500, "uniform-500", 7000 + (uint64_t)seed, false);
-    }
+    mp__strip_budget = budget;
     free(b);
 }
 
