@@ -388,7 +388,7 @@ static inline void *arena_alloc(size_t size) {
 EXPORT void *malloc(size_t size) {
     if (!ready()) return boot_alloc(size, 16);
     void *p = wants_arena(size, ARENA_ALIGN) ? arena_alloc(size) : NULL;
-    return noted(p ? p : mpp__real.malloc(size), size);
+    return noted(p ? p : mpp__small_malloc(size), size);
 }
 
 EXPORT void free(void *p) {
@@ -405,7 +405,7 @@ EXPORT void free(void *p) {
         big_free(p);
         return;
     }
-    if (region_free(p)) return;
+    if (region_free(p) || mpp__small_free(p)) return;
     mpp__real.free(p);
 }
 
@@ -466,7 +466,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     if (p) {
         *out = p;
     } else {
-        int r = mpp__real.posix_memalign(out, align, size);
+        int r = mpp__small_memalign(out, align, size);
         if (r) return r;
     }
     noted(*out, size);
@@ -546,6 +546,9 @@ __attribute__((constructor)) static void preload_init(void) {
     mpp__env_size("MEMPLAN_MAX_EDITS", &max_edits, "2");
     mpp__env_size("MEMPLAN_RELEARN", &relearn, "4");
     mpp__env_size("MEMPLAN_PATTERNS", &patterns, "16");
+    size_t small_cap = (size_t)1 << 20;
+    mpp__env_size("MEMPLAN_SMALL_CACHE", &small_cap, "1 MiB");
+    mpp__small_init(off ? 0 : small_cap);
     env_copy("MEMPLAN_STRATEGY", strategy, sizeof strategy);
     env_copy("MEMPLAN_STATS", stats_path, sizeof stats_path);
     summary = env_flag("MEMPLAN_SUMMARY");
@@ -584,9 +587,9 @@ static void write_stats(const mp_arena_stats_t *s, const mpp_why *w) {
     add(buf, c, &n, "# memplan-preload stats\nthreshold %llu\nbig_requests %llu\n"
         "forwarded_alignment %llu\narena_failures %llu\nrealloc_moves %llu\n"
         "leaked_after_fork %llu\noverlaps %llu\nregistered_live %llu\ntrims %llu\n"
-        "trims_released %llu\n", U(threshold), U(s->requests + n_noarena), U(n_align_fwd), U(n_arena_fail),
+        "trims_released %llu\nsmall_cache_hits %llu\n", U(threshold), U(s->requests + n_noarena), U(n_align_fwd), U(n_arena_fail),
         U(n_realloc_moves), U(n_child_leaks), U(mpp__reg_overlaps()), U(mpp__reg_live()),
-        U(n_trims), U(n_trims_released));
+        U(n_trims), U(n_trims_released), U(mpp__small_hits()));
     add(buf, c, &n, "state %s\nreplan_pending %d\niteration_length %llu\nperiod_events %llu\n"
         "planned_blocks %llu\ncross_blocks %llu\niterations %llu\nplanned_footprint %llu\n"
         "lower_bound %llu\nregion_bytes %llu\nlearned_peak_bytes %llu\n",

@@ -1,6 +1,6 @@
 /* preload.h -- private declarations shared by the files of
  * libmemplan-preload.so (preload/preload.c, registry.c, env.c, record.c,
- * why.c).
+ * smallcache.c, why.c).
  * Nothing here is exported: the library exports only the malloc family. */
 #ifndef MEMPLAN_PRELOAD_H
 #define MEMPLAN_PRELOAD_H
@@ -76,6 +76,20 @@ void mpp__reg_unlock(void);
 void mpp__reg_set_verify(int on);
 uint64_t mpp__reg_overlaps(void);
 size_t mpp__reg_live(void);
+
+/* ---- the per-thread cache of freed 1-64 KiB blocks (smallcache.c) ---- */
+/* Sets the per-thread bound in bytes (0: no cache); once, before use. */
+void mpp__small_init(size_t cap_bytes);
+/* A block of at least size bytes: from the calling thread's cache, else
+ * from the real malloc (NULL as it returns it). */
+void *mpp__small_malloc(size_t size);
+/* posix_memalign's contract, from the cache where the first block of the
+ * class is aligned to align (<= 64), else from the real posix_memalign. */
+int mpp__small_memalign(void **out, size_t align, size_t size);
+/* 1 if p, a block of the real allocator, was kept in the cache. */
+int mpp__small_free(void *p);
+/* Requests served from the caches so far (threads that exited + this one). */
+uint64_t mpp__small_hits(void);
 
 /* ---- why the arena is not replaying (why.c) ---- */
 typedef struct mpp_why {

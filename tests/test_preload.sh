@@ -149,6 +149,26 @@ check "prog: stats on stderr (-), a bad threshold is ignored with a warning" sh 
     [ \"\$(grep -c '^memplan-preload: MEMPLAN_THRESHOLD=junk: ' '$tmp/c5.err')\" = 1 ] &&
     grep -qx 'threshold 65536' '$tmp/c5.err'"
 
+# ---- the cache of 256 B - 64 KiB blocks (preload/smallcache.c) --------------
+# "prog churn": random small and mid-size calls on three threads, a free on
+# another thread than the malloc, threads exiting with blocks cached.  The
+# canaries catch a block handed out twice; the stats count the cache's hits.
+run k0 "$prog" churn
+# shellcheck disable=SC2086
+run k1 $P MEMPLAN_STATS="$tmp/k1.txt" "$prog" churn
+# shellcheck disable=SC2086
+run k2 $P MEMPLAN_STATS="$tmp/k2.txt" MEMPLAN_SMALL_CACHE=4K "$prog" churn
+# shellcheck disable=SC2086
+run k3 $P MEMPLAN_STATS="$tmp/k3.txt" MEMPLAN_SMALL_CACHE=0 "$prog" churn
+hits() { n=$(stat_of "$tmp/$1.txt" small_cache_hits); echo "${n:-none}"; }
+check "churn: runs clean without the preload" grep -qx 'errors 0' "$tmp/k0.out"
+check "churn: same output under the preload, over 500 blocks from the cache" sh -c "
+    cmp -s '$tmp/k0.out' '$tmp/k1.out' && [ $(hits k1) -gt 500 ]"
+check "churn: same output with a 4 KiB cache (drained when full)" sh -c "
+    cmp -s '$tmp/k0.out' '$tmp/k2.out' && [ $(hits k2) -gt 0 ] && [ $(hits k2) -lt $(hits k1) ]"
+check "churn: same output with MEMPLAN_SMALL_CACHE=0, no hits" sh -c "
+    cmp -s '$tmp/k0.out' '$tmp/k3.out' && [ $(hits k3) = 0 ]"
+
 # ---- MEMPLAN_TRACE: the run as a trace, read back by memplan trace ----------
 # "prog loop 30": the weights (2 allocations), 30 iterations of 10
 # allocations and 10 frees (the first has no carried block to free: 9), the

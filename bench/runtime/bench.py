@@ -182,12 +182,16 @@ def run_micro(binary, allocs, records, quick):
                            capture_output=True, text=True)
         rows.append((alloc + " (malloc/free)", p.returncode, p.stdout.strip(),
                      p.stderr.strip()))
-        if alloc == "memplan":   # blocks from 1 KiB in the arena, not only from 64 KiB
-            env["MEMPLAN_THRESHOLD"] = "1K"
-            p = subprocess.run([binary, "malloc", records, iters, reps], env=env,
-                               capture_output=True, text=True)
-            rows.append(("memplan, threshold 1 KiB (malloc/free)", p.returncode,
-                         p.stdout.strip(), p.stderr.strip()))
+        if alloc == "memplan":
+            # without the cache of mid-size blocks (preload/smallcache.c), and
+            # blocks from 1 KiB in the arena, not only from 64 KiB
+            for var, val, label in (("MEMPLAN_SMALL_CACHE", "0", "no mid-size cache"),
+                                    ("MEMPLAN_THRESHOLD", "1K", "threshold 1 KiB")):
+                e = dict(env, **{var: val})
+                p = subprocess.run([binary, "malloc", records, iters, reps], env=e,
+                                   capture_output=True, text=True)
+                rows.append(("memplan, %s (malloc/free)" % label, p.returncode,
+                             p.stdout.strip(), p.stderr.strip()))
     env = {k: v for k, v in os.environ.items()
            if k != "LD_PRELOAD" and not k.startswith("MEMPLAN_")}
     for mode, label in (("arena", "mp_arena_* API, no preload"),

@@ -22,7 +22,14 @@
  *                   requests at batch sizes 1, 2, 4 and 8 in the fixed
  *                   order of SERVICE_ORDER (no stretch of 6 requests twice,
  *                   never three alike in a row), each allocating and
- *                   freeing 4 blocks: 8 events, all at least 80 KiB. */
+ *                   freeing 4 blocks: 8 events, all at least 80 KiB;
+ *   prog churn      the preload's cache of 256 B - 64 KiB blocks
+ *                   (preload/smallcache.c): three threads each make 6000
+ *                   random malloc, calloc, posix_memalign, realloc and
+ *                   free calls on blocks of 100 B to 70 KiB, with the
+ *                   checks above; the first thread allocates 32 blocks
+ *                   that the second frees (a free on another thread); the
+ *                   threads exit while their caches hold blocks. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -177,6 +184,99 @@ static void small_mode(ctx *c, const char *what, int iters) {
     while (c->nlive) drop(c, 0);
 }
 
+/* xorshift32: the churn's choices, the same with and without the preload. */
+static uint32_t rnd(uint32_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* 100 B to 70 KiB, about uniform in log size. */
+static size_t churn_size(uint32_t *x) {
+    size_t lo = 100u << (rnd(x) % 10);
+    return lo + rnd(x) % lo;
+}
+
+/* One allocation of the churn, by a call chosen at random. */
+static void churn_alloc(ctx *c, uint32_t *x, uint32_t seed) {
+    size_t n = churn_size(x), al = (size_t)16 << (rnd(x) % 3);
+    uint32_t how = rnd(x) % 4;
+    if (how == 0) {
+        add(c, malloc(n), n, seed, 16);
+    } else if (how == 1) {
+        unsigned char *z = calloc(n, 1);
+        for (size_t i = 0; z && i < n; i++)
+            if (z[i]) {
+                c->errors++;
+                break;
+            }
+        add(c, z, n, seed, 16);
+    } else if (how == 2) {
+        void *m = NULL;
+        add(c, posix_memalign(&m, al, n) == 0 ? m : NULL, n, seed, al);
+    } else if (c->nlive) {   /* realloc a live block; its prefix must survive */
+        int k = (int)(rnd(x) % (uint32_t)c->nlive);
+        blk b = c->live[k];
+        unsigned char *g = realloc(b.p, n);
+        if (!g || !check(&(blk){g, b.n < n ? b.n : n, b.seed}, 0, b.n < n ? b.n : n)) c->errors++;
+        if (!g) return;
+        if (malloc_usable_size(g) < n) c->errors++;
+        for (size_t i = b.n; i < n; i++) g[i] = pat(b.seed, i);
+        c->live[k] = (blk){g, n, b.seed};
+    }
+}
+
+typedef struct churn_arg {
+    ctx c;
+    uint32_t seed;
+    blk *handoff;   /* 32 blocks one thread allocates and another frees */
+    int role;       /* 1: allocates handoff first, 2: frees it last, 0: neither */
+} churn_arg;
+
+static void *churner(void *arg) {
+    churn_arg *a = arg;
+    ctx *c = &a->c;
+    uint32_t x = a->seed;
+    if (a->role == 1) {
+        for (int i = 0; i < 32; i++) {
+            size_t n = 256u << (i % 8);
+            a->handoff[i] = (blk){malloc(n), n, a->seed + 50000u + (uint32_t)i};
+            if (a->handoff[i].p) fill(a->handoff[i].p, n, a->handoff[i].seed);
+            else c->errors++;
+        }
+    }
+    for (uint32_t op = 0; op < 6000; op++) {
+        if (c->nlive == MAXLIVE - 1 || (c->nlive && rnd(&x) % 2)) drop(c, (int)(rnd(&x) % (uint32_t)c->nlive));
+        else churn_alloc(c, &x, a->seed + op);
+    }
+    while (c->nlive) drop(c, 0);
+    for (int i = 0; a->role == 2 && i < 32; i++) {
+        if (!a->handoff[i].p) continue;
+        c->live[c->nlive++] = a->handoff[i];
+        drop(c, c->nlive - 1);
+    }
+    return NULL;
+}
+
+/* The churn mode of the header: its checksum and errors on ctx out. */
+static void churn_mode(ctx *out) {
+    static churn_arg a[3];
+    static blk handoff[32];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) a[i] = (churn_arg){.seed = 2463534242u + 7919u * (uint32_t)i,
+                                                   .handoff = handoff, .role = i < 2 ? i + 1 : 0};
+    /* thread 0 ends before thread 1 starts: the handoff is complete */
+    if (pthread_create(&t[0], NULL, churner, &a[0]) != 0 || pthread_join(t[0], NULL) != 0) out->errors++;
+    for (int i = 1; i < 3; i++)
+        if (pthread_create(&t[i], NULL, churner, &a[i]) != 0) out->errors++;
+    for (int i = 1; i < 3; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        out->errors += a[i].c.errors;
+        out->sum = out->sum * 131 + a[i].c.sum;
+    }
+}
+
 static void *worker(void *arg) {
     ctx *c = arg;
     uint32_t tag = (uint32_t)c->sum;
@@ -191,6 +291,7 @@ int main(int argc, char **argv) {
     ctx *c = &main_ctx;
     if (argc == 3 && !strcmp(argv[1], "loop")) small_mode(c, "loop", atoi(argv[2]));
     else if (argc == 2 && !strcmp(argv[1], "service")) small_mode(c, "service", 0);
+    else if (argc == 2 && !strcmp(argv[1], "churn")) churn_mode(c);
     else if (argc != 1) c->errors++;
     if (argc != 1) {
         printf("checksum %016llx\nerrors %lu\n", (unsigned long long)c->sum, c->errors);
