@@ -7,7 +7,10 @@
  * short exact search on small problems (no larger than auto's plan), the
  * SVG writer, and two round trips: records written and read back give the
  * same buffers, a plan written as CSV and read back gives the same offsets.
- * A reader's refusal must come with a message. */
+ * The same text is read with its fixed offsets in pools (the offset and
+ * pool columns, two pools given): accepted, the pools are planned around
+ * the fixed buffers, the plan must keep them and pass the checker, and
+ * survive the pool plan CSV.  A reader's refusal must come with a message. */
 #include "fuzz.h"
 
 #include <memplan_exact.h>
@@ -49,6 +52,44 @@ static void round_trip_plan(const mp_buffer_t *b, size_t n, const mp_plan_t *p) 
     mp_plan_free(&q);
 }
 
+/* The text read with fixed offsets in two pools (mp_records_read_pools):
+ * planned around them, checked, and through the pool plan CSV. */
+static void pools_fixed(const char *path) {
+    static const mp_pool_t pools[2] = {{"fast", 4096}, {"dram", 0}};
+    mp_buffer_t *b = NULL;
+    uint64_t *fixed = NULL;
+    size_t n = 0, *fpool = NULL;
+    mp_status st = mp_records_read_pools(path, pools, 2, &b, &n, &fixed, &fpool);
+    if (st != MP_OK) {
+        FZ_CHECK(b == NULL && fixed == NULL && fpool == NULL, "a failed pool read left arrays");
+        FZ_CHECK(mp_last_error()[0] != 0, "a failed pool read without a message");
+        return;
+    }
+    FZ_CHECK(!fixed == !fpool, "fixed offsets without their pools");
+    for (size_t i = 0; fixed && i < n; i++)
+        FZ_CHECK(fixed[i] == MP_NOT_FIXED || fpool[i] < 2, "a fixed buffer in no pool given");
+    if (n <= MAX_BUFFERS) {
+        mp_pool_opts_t o = {.fixed = fixed, .fixed_pool = fpool};
+        mp_pool_plan_t p;
+        st = mp_plan_pools_opts(b, n, pools, 2, &o, &p, NULL);
+        FZ_CHECK(st == MP_OK || st == MP_ENOMEM, "planning pools around valid fixed offsets failed");
+        if (st == MP_OK) {
+            FZ_CHECK(mp_pool_plan_check_fixed(b, n, pools, 2, fixed, fpool, &p) == MP_OK,
+                     "a pool plan fails the checker or moved a fixed buffer");
+            const char *out = fz_tmp("pools.csv");
+            FZ_CHECK(mp_pool_plan_write_csv(out, b, n, pools, &p) == MP_OK, "mp_pool_plan_write_csv failed");
+            mp_pool_plan_t q;
+            FZ_CHECK(mp_pool_plan_read_csv(out, b, n, pools, 2, &q) == MP_OK,
+                     "a pool plan written cannot be read back");
+            for (size_t i = 0; i < n; i++)
+                FZ_CHECK(q.pool[i] == p.pool[i] && q.offset[i] == p.offset[i], "pool plan read back differs");
+            mp_pool_plan_free(&q);
+            mp_pool_plan_free(&p);
+        }
+    }
+    free(b), free(fixed), free(fpool);
+}
+
 /* The candidates of "auto" (src/offsets/auto.c): it keeps the smallest of
  * their plans, so its footprint can exceed none of theirs. */
 static const char *const AUTO_CANDIDATES[] = {"greedy-size", "strip-bestfit", "greedy-breadth",
@@ -64,7 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FZ_MAX_INPUT) return 0;
     mp_buffer_t *b = NULL;
     size_t n = 0;
-    mp_status st = mp_records_read(fz_file(data, size), &b, &n);
+    const char *path = fz_file(data, size);
+    pools_fixed(path);
+    mp_status st = mp_records_read(path, &b, &n);
     if (st != MP_OK) {
         FZ_CHECK(b == NULL, "a failed read left a buffer array");
         FZ_CHECK(mp_last_error()[0] != 0, "a failed read without a message");
