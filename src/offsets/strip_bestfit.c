@@ -17,10 +17,11 @@
  * and last+1, and lines are half-open position ranges [a, e), so a split
  * never makes an empty line.  A line is named by its left position; a table
  * indexed by position holds its end, height and previous line (a linked
- * list).  The lowest line comes from a radix heap of (height, left) keys,
- * which fits because the lowest height never drops (an ordered set works
- * too but was several times slower here).  Keys are never deleted: a key
- * whose line has since been merged away or raised is skipped when popped.
+ * list).  The lowest line comes from a monotone queue of (height, left)
+ * keys (lowq.c), which fits because the lowest height never drops (an
+ * ordered set works too but was several times slower here).  Keys are
+ * never deleted: a key whose line has since been merged away or raised is
+ * skipped when popped.
  *
  * Which buffer fits a line [a, e) best is a two-sided query: first >= a,
  * end <= e, longest lifetime.  Buffers are ranked by (first, index), so the
@@ -49,7 +50,7 @@
  * 2-d tree is rarely or never needed and the whole is O(n log n); the
  * worst case is O(n sqrt n).  Memory O(n), about 100 bytes a buffer.
  * Positions and ranks are 32-bit: at most 2^31 - 2 buffers. */
-#include "../core/internal.h"
+#include "lowq.h"
 #include "../strategies/strategies.h"
 
 #include <stdlib.h>
@@ -106,18 +107,9 @@ typedef struct line {
     uint32_t run;          /* first rank whose buffer starts at or after a */
     uint32_t erun;         /* run of its end: kept with end, so a search
                             * reads one line, not two */
+    uint32_t ming;         /* at most the least end of the unplaced buffers
+                            * starting at a (NONE: none), see search */
 } line;
-
-/* A line's key: lowest first, then leftmost. */
-typedef struct lkey {
-    uint64_t h;
-    uint32_t a;
-} lkey;
-
-typedef struct lbucket {
-    lkey *k;
-    size_t len, cap;
-} lbucket;
 
 typedef struct strip {
     const mp_buffer_t *b;
@@ -130,10 +122,18 @@ typedef struct strip {
     node *t;               /* the segment tree: root 1, block q at leaf cap + q */
     size_t visits;         /* segment-tree visits left in this search */
     kdn *kd;               /* the 2-d tree, nodes 1..n; built on first use */
-    lbucket bk[65];        /* radix heap of the lines' keys, some stale */
-    uint64_t last;         /* the last height popped */
+    mp__lowq q;            /* the lines' keys, some stale */
     uint64_t top;          /* the footprint so far: highest buffer end */
 } strip;
+
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 static cand cand_of(const strip *s, size_t r) { return (cand){s->lf[r].prio, (uint32_t)r}; }
 
@@ -205,10 +205,13 @@ static mp_status push(strip *s, uint32_t a, uint64_t h);
 
 static mp_status build(strip *s) {
     mp_status st = compress(s);
+    if (st == MP_OK) st = mp__lowq_init(&s->q, s->m);
     if (st != MP_OK) return st;
     for (size_t r = 0, p = 0; p < s->m; p++) {
         while (r < s->n && s->rc[r].f < p) r++;
-        s->ln[p] = (line){0, 0, NONE, (uint32_t)r, 0};
+        s->ln[p] = (line){0, 0, NONE, (uint32_t)r, 0, NONE};
+        for (size_t q = r; q < s->n && s->rc[q].f == p; q++)
+            s->ln[p].ming = min32(s->ln[p].ming, s->lf[q].g);
     }
     size_t blocks = (s->n + BLK - 1) / BLK;
     for (s->cap = 1; s->cap < blocks; s->cap *= 2) {}
@@ -315,8 +318,6 @@ static void select_kth(kpt *p, size_t lo, size_t hi, size_t k, int dim) {
     if (hi - lo == 2 && kd_lt(p[lo + 1], p[lo], dim)) swap(p, lo, lo + 1);
 }
 
-static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
-static uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* Node i gets the median of p[lo, hi) on dim; its subtrees the rest. */
 static void kd_build(strip *s, size_t i, kpt *p, size_t lo, size_t hi, int dim) {
@@ -378,14 +379,23 @@ static void kd_search(strip *s, size_t i, uint32_t a, uint32_t e, cand *ans) {
     if (r <= s->n) kd_search(s, r, a, e, ans);
 }
 
-/* Rank of the best unplaced buffer for the line [a, e), or MP__NIL.  The
+/* Rank of the best unplaced buffer for the line [a, e), or MP__NIL.
+ * Most lines that nothing fits are a position or two long, and their
+ * positions' ming (in the lines just read) say so without reading the
+ * buffers: leading positions whose ming is past e are skipped.  Then the
  * ranks of the run not in whole blocks are scanned, the whole blocks
  * searched in the tree. */
 static mp_status search(strip *s, uint32_t a, uint32_t e, size_t *out) {
-    size_t lo = s->ln[a].run, hi = s->ln[a].erun;
+    enum { PEEK = 4 };
+    uint32_t p = a;
+    while (p < e && p - a < PEEK && s->ln[p].ming > e) p++;
+    *out = MP__NIL;
+    if (p == e) return MP_OK;
+    size_t lo = s->ln[p].run, hi = s->ln[a].erun;
     size_t bl = (lo + BLK - 1) / BLK, bh = hi / BLK; /* whole blocks [bl, bh) */
     cand ans = {NONE, 0};
     if (hi - lo <= SCAN || bl >= bh) {
+        if (lo < hi) PREFETCH(&s->rc[lo]); /* place reads one of them */
         scan(s, lo, hi, e, &ans);
     } else {
         scan(s, lo, bl * BLK, e, &ans);
@@ -406,95 +416,28 @@ static mp_status search(strip *s, uint32_t a, uint32_t e, size_t *out) {
     return MP_OK;
 }
 
-/* ---- the lowest line --------------------------------------------------
- * The lowest height never drops: placing leaves the rest of the line at
- * its height and raises the middle, lifting raises the line.  So the keys
- * go in a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990): bucket
- * i > 0 holds keys whose height first differs from the last popped height
- * at bit i-1, bucket 0 those at exactly that height, kept as a binary heap
- * by left position.  A key moves to a lower bucket at most 64 times, and
- * buckets are appended to in order, which keeps memory traffic low. */
-
-static unsigned bucket_of(uint64_t h, uint64_t last) {
-    uint64_t d = h ^ last;
-    if (d == 0) return 0;
-#if defined(__GNUC__)
-    return 64 - (unsigned)__builtin_clzll(d);
-#else
-    unsigned i = 0;
-    for (; d; d >>= 1) i++;
-    return i;
-#endif
-}
-
-static mp_status bucket_add(strip *s, unsigned i, lkey k) {
-    lbucket *q = &s->bk[i];
-    if (q->len == q->cap) {
-        mp_status st = mp__grow((void **)&q->k, &q->cap, q->len + 1, sizeof *q->k);
-        if (st != MP_OK) return st;
-    }
-    size_t j = q->len++;
-    if (i == 0) /* sift up by left position */
-        for (; j > 0 && k.a < q->k[(j - 1) / 2].a; j = (j - 1) / 2) q->k[j] = q->k[(j - 1) / 2];
-    q->k[j] = k;
-    return MP_OK;
-}
-
 /* Records that the line at a now has height h (never below the last
  * popped height). */
-static mp_status push(strip *s, uint32_t a, uint64_t h) {
-    MP__ASSERT(h >= s->last);
-    return bucket_add(s, bucket_of(h, s->last), (lkey){h, a});
-}
-
-/* Refills bucket 0 from the first non-empty bucket: its least height
- * becomes the last popped height and its keys move to lower buckets. */
-static mp_status refill(strip *s) {
-    unsigned i = 1;
-    while (i < 65 && s->bk[i].len == 0) i++;
-    MP__ASSERT(i < 65);
-    lbucket *q = &s->bk[i];
-    uint64_t least = q->k[0].h;
-    for (size_t j = 1; j < q->len; j++) least = mp__min64(least, q->k[j].h);
-    s->last = least;
-    size_t len = q->len;
-    q->len = 0;
-    for (size_t j = 0; j < len; j++) {
-        mp_status st = bucket_add(s, bucket_of(q->k[j].h, least), q->k[j]);
-        if (st != MP_OK) return st;
-    }
-    return MP_OK;
-}
-
-static mp_status pop(strip *s, lkey *out) {
-    lbucket *q = &s->bk[0];
-    mp_status st;
-    if (q->len == 0 && (st = refill(s)) != MP_OK) return st;
-    *out = q->k[0];
-    lkey last = q->k[--q->len];
-    size_t i = 0, n = q->len;
-    for (size_t c; (c = 2 * i + 1) < n; i = c) {
-        if (c + 1 < n && q->k[c + 1].a < q->k[c].a) c++;
-        if (q->k[c].a >= last.a) break;
-        q->k[i] = q->k[c];
-    }
-    if (n) q->k[i] = last;
-    return MP_OK;
-}
+static mp_status push(strip *s, uint32_t a, uint64_t h) { return mp__lowq_push(&s->q, a, h); }
 
 /* ---- the skyline ------------------------------------------------------ */
 
 /* The lowest, then leftmost line.  Every live line has a current key in
- * the heap; a key is current iff its line is live at that height. */
+ * the queue; a key is current iff its line is live at that height.  The
+ * next keys at this height are most likely the next steps' lines. */
 static mp_status lowest(strip *s, uint32_t *a) {
     for (;;) {
-        lkey k;
-        mp_status st = pop(s, &k);
+        uint64_t h;
+        mp_status st = mp__lowq_pop(&s->q, a, &h);
         if (st != MP_OK) return st;
-        if (s->ln[k.a].end && s->ln[k.a].h == k.h) {
-            *a = k.a;
-            return MP_OK;
-        }
+        MP__ASSERT(*a != NONE); /* a live line has a key */
+        /* Two steps ahead: the line after next (its key), and the ranks
+         * of the next line, whose key was loading since the last step. */
+        uint32_t n1 = mp__lowq_next(&s->q, *a);
+        uint32_t n2 = n1 == NONE ? NONE : mp__lowq_next(&s->q, n1 + 1);
+        if (n2 != NONE) PREFETCH(&s->ln[n2]);
+        if (n1 != NONE) PREFETCH(&s->lf[s->ln[n1].run]), PREFETCH(&s->rc[s->ln[n1].run]);
+        if (s->ln[*a].end && s->ln[*a].h == h) return MP_OK;
     }
 }
 
@@ -525,6 +468,13 @@ static mp_status place(strip *s, uint32_t a, size_t r, uint64_t *offset) {
     offset[x.x] = off;
     s->top = mp__max64(s->top, top);
     take(s, r);
+    if (g == ln[f].ming) { /* f's bound may rise: recompute it where cheap */
+        size_t lo = ln[f].run, hi = ln[f + 1].run;
+        uint32_t least = NONE;
+        for (size_t q = lo; hi - lo <= 2 * BLK && q < hi; q++)
+            if (s->lf[q].prio != NONE) least = min32(least, s->lf[q].g);
+        if (hi - lo <= 2 * BLK) ln[f].ming = least;
+    }
     mp_status st;
     if (g < e) { /* right remainder [g, e) stays at h */
         ln[g].h = h, ln[g].end = e, ln[g].erun = er, ln[g].prev = f;
@@ -598,6 +548,6 @@ mp_status mp__offsets_strip_bestfit(const mp_buffer_t *b, size_t n, uint64_t *of
     if (!s.lf || !s.rc || !s.ln) st = MP__NOMEM();
     else if ((st = build(&s)) == MP_OK) st = pack(&s, offset);
     free(s.lf), free(s.rc), free(s.ashift), free(s.ln), free(s.t), free(s.kd);
-    for (int i = 0; i < 65; i++) free(s.bk[i].k);
+    mp__lowq_free(&s.q);
     return st;
 }
