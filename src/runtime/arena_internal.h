@@ -128,6 +128,7 @@ struct mp_arena_t {
     size_t longest;             /* requests of the longest plan */
     uint64_t seg_gen;           /* the iteration's generation (table kind, stamps) */
     size_t orphans;             /* live blocks of an iteration cut unlearned (arena_pattern.c) */
+    size_t cuts;                /* unmatched iterations cut in a row, none learned or served between */
     uint64_t orphan_gen;        /* its generation */
     aplan *cand[MAX_PATTERNS];  /* patterns seen once, not laid out (newest first) */
     size_t ncand;
@@ -233,6 +234,9 @@ mp_status mp__arena_plan(mp_arena_t *a, aplan *p);
 mp_status mp__arena_retire(mp_arena_t *a);
 /* Starts learning afresh while the old plans go on (relearn_after). */
 void mp__arena_relearn(mp_arena_t *a);
+/* Drops every plan (the region retired) and learns from scratch, as a new
+ * arena does; nothing changes if the trace or the retirement fails. */
+void mp__arena_start_over(mp_arena_t *a);
 
 /* ---- arena_pattern.c ---- */
 /* With no period in the learning trace: cuts it into segments and, if

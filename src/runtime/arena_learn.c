@@ -240,3 +240,20 @@ void mp__arena_relearn(mp_arena_t *a) {
     a->st.relearns++;
 }
 
+void mp__arena_start_over(mp_arena_t *a) {
+    mp_trace_t *t;
+    if (mp_trace_create(&t) != MP_OK) return;
+    if (mp__arena_retire(a) != MP_OK) {   /* the plans go on */
+        mp_trace_free(t);
+        return;
+    }
+    mp__arena_drop_all(a);
+    mp_trace_free(a->trace);
+    a->trace = t;
+    a->state = MP_ARENA_LEARNING;
+    a->next_check = 64;
+    a->orphans = 0;
+    a->cuts = 0;
+    a->win_reqs = a->win_miss = a->bad_windows = 0;
+    a->st.relearns++;
+}

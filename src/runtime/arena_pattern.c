@@ -37,7 +37,10 @@
  * not learned: one of its blocks outlives it and it has swallowed the
  * following ones.  Its blocks still live are orphans: until they are all
  * freed, the iterations that follow began in the middle of something, and
- * none of them is learned.  Blocks of such an
+ * none of them is learned.  relearn_after such cuts in a row, with no
+ * iteration learned or served between, mean that the plans are shorter
+ * than the program's iterations (short patterns from its start-up): the
+ * arena then drops them all and learns from scratch.  Blocks of such an
  * iteration carry K_SEG and its generation in their table kind. */
 #include "arena_internal.h"
 
@@ -255,7 +258,10 @@ static void learn_log(mp_arena_t *a) {
 /* The next request starts an iteration; an unmatched one just ended is
  * learned when learn is set. */
 static void boundary(mp_arena_t *a, bool learn) {
-    if (a->unmatched && learn && !a->orphans) learn_log(a);
+    if (a->unmatched && learn && !a->orphans) {
+        learn_log(a);
+        a->cuts = 0;
+    }
     a->unmatched = false;
     a->cur = NULL;
     a->npend = 0;
@@ -267,7 +273,9 @@ static void boundary(mp_arena_t *a, bool learn) {
 }
 
 void mp__arena_seg_abandon(mp_arena_t *a) {
-    if (a->multi) boundary(a, false);
+    if (!a->multi) return;
+    if (!a->unmatched) a->cuts = 0;   /* a plan's iteration completed */
+    boundary(a, false);
 }
 
 void mp__arena_note_free(mp_arena_t *a, uintptr_t p, const aplan *pl, size_t s, int kind) {
@@ -301,6 +309,11 @@ static mp_status forward_seg(mp_arena_t *a, uint64_t size, void **out) {
         a->orphans = a->seg_live;
         a->orphan_gen = a->seg_gen;
         boundary(a, false);
+        /* cut again and again, nothing learned or served between: the
+         * program's iterations are longer than every plan (short patterns
+         * learned from something else, such as start-up), and cutting at
+         * twice the longest never lets them be learned: start over */
+        if (a->opt.relearn_after && ++a->cuts >= a->opt.relearn_after) mp__arena_start_over(a);
     }
     return MP_OK;
 }

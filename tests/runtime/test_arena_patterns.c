@@ -4,7 +4,8 @@
  * choice waits for the third), learned and replayed; then deviations
  * (late frees, extra and missing requests, larger sizes) and a pattern
  * never seen before, which is forwarded and learned when it recurs; a
- * long pattern cut while unmatched, whose pieces must not be learned.
+ * long pattern cut while unmatched, whose pieces must not be learned; a
+ * long loop after short start-up patterns, learned by starting over.
  * Every block carries a canary and is checked against every live block;
  * every request is counted exactly once. */
 #include "canary.h"
@@ -172,10 +173,68 @@ static void test_long(void) {
     MP_CHECK_EQ_U64(st.released_blocks, 0);
 }
 
+/* A training step: its input lives through the whole step and is freed
+ * last, after a chain of STEP requests (each freed two requests later). */
+#define STEP 150
+static void step_iteration(mp_arena_t *a) {
+    uint64_t in = mp_canary_take(a, 300000, NULL), id[STEP] = {0};
+    for (int i = 0; i < STEP; i++) {
+        id[i] = mp_canary_take(a, 8192 + 64 * (uint64_t)(i * 37 % 199), NULL);
+        if (i >= 2) mp_canary_give(a, id[i - 2]), id[i - 2] = 0;
+    }
+    mp_canary_give(a, id[STEP - 2]);
+    mp_canary_give(a, id[STEP - 1]);
+    mp_canary_give(a, in);
+}
+
+/* Short patterns first (a program's start-up), then only training steps,
+ * never seen while learning.  Each step is unmatched and cut at twice the
+ * short plans' length; what follows the cut began inside it and its input
+ * is still live when it ends, so nothing is ever learned from the steps.
+ * After relearn_after cuts in a row the arena drops the short plans and
+ * learns from scratch: the steps are replayed.  With relearn_after 0 they
+ * never are (what happened before the start-over existed). */
+static void test_startup(size_t relearn_after) {
+    mp_arena_options_t o;
+    mp_arena_options_default(&o);
+    o.relearn_after = relearn_after;
+    mp_arena_t *a;
+    if (!MP_CHECK_OK(mp_arena_create(&o, &a))) return;
+    static const int order[] = {0, 1, 0, 2, 1, 0, 1, 2, 0, 2, 1, 1, 0, 2, 0, 1, 2, 2, 0, 1};
+    for (size_t it = 0; it < sizeof order / sizeof *order; it++) iteration(a, order[it], 0);
+    mp_arena_stats_t st;
+    mp_arena_stats(a, &st);
+    MP_CHECK_EQ_U64(st.state, MP_ARENA_REPLAYING);
+    MP_CHECK_EQ_U64(st.patterns, 3);
+    for (int it = 0; it < 30; it++) {
+        step_iteration(a);
+        mp_canary_check_counts(a);
+    }
+    mp_arena_stats(a, &st);
+    uint64_t s0 = st.served_arena, r0 = st.requests;
+    for (int it = 0; it < 3; it++) step_iteration(a);
+    mp_arena_stats(a, &st);
+    uint64_t served = st.served_arena - s0, reqs = st.requests - r0;
+    MP_CHECK_EQ_U64(reqs, 3 * (STEP + 1));
+    if (relearn_after) {
+        MP_CHECK_EQ_U64(st.state, MP_ARENA_REPLAYING);
+        MP_CHECK(st.relearns >= 1);
+        MP_CHECK(served + 3 >= reqs);   /* the period may start mid-step: one cross block a step */
+    } else {
+        MP_CHECK_EQ_U64(served, 0);
+        MP_CHECK_EQ_U64(st.relearns, 0);
+    }
+    mp_canary_check_counts(a);
+    mp_arena_destroy(a, &st);
+    MP_CHECK_EQ_U64(st.released_blocks, 0);
+}
+
 int main(void) {
     for (int np = 2; np <= 5; np++) test_mix(np);
     test_off();
     test_long();
+    test_startup(4);
+    test_startup(0);
     MP_CHECK_EQ_U64(mp_canary_overlaps, 0);
     MP_CHECK_EQ_U64(mp_canary_bad, 0);
     return mp_test_finish("arena_patterns");
