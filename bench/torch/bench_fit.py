@@ -116,6 +116,7 @@ def fit_row(model, x, budget, args):
                 capture_s=r.capture_seconds, planning_s=r.planning_seconds,
                 measuring_s=r.measuring_seconds, nested=r.nested, steps=r.steps,
                 extra_time_pct=100.0 * r.extra_seconds / r.forward_seconds,
+                chunked=r.chunked, plan_kind=r.kind,
                 fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds,
                 time=mpt.measure_time(module, x, repeat=args.repeat))
 

@@ -72,8 +72,11 @@ def header(meta, end):
         "is the planner's estimate of recomputation over one forward pass; 'recomputed fwd s %%' "
         "the forward seconds fit's plan recomputes, as measured per node at capture, over one "
         "forward pass (what fit ranks by). fit is called with exact=False (nn.LSTMs may be "
-        "split over time chunks; no other model is affected). 'N runs (M nested)': M runs "
-        "checkpointed again inside the N."
+        "split over time chunks, a plan of the model as written preferred where one fits; no "
+        "other model is affected). 'N runs (M nested)': M runs checkpointed again inside the N; "
+        "'checkpoint_sequential's shape': fit's plan is one checkpoint_sequential makes on some "
+        "segmentation of the model's modules; 'time chunks': the returned module runs its LSTMs "
+        "over time chunks."
         % (meta["repeat"], meta["repeat"], impl),
         ""]
 
@@ -97,10 +100,17 @@ def peak_cell(r):
     return "error"
 
 
+def _plan_kind(r):
+    """', checkpoint_sequential's shape' / ', time chunks' for fit rows that say so."""
+    out = ", checkpoint_sequential's shape" if r.get("plan_kind") == "sequential" else ""
+    return out + (", time chunks" if r.get("chunked") else "")
+
+
 def row_cells(r, plain):
     has = "peak" in r
     extra = "%.1f" % r["extra_pct"] if "extra_pct" in r else ("0.0" if r["kind"] == "plain" else "")
-    what = ("%d runs%s" % (r["runs"], " (%d nested)" % r["nested"] if r.get("nested") else "")
+    what = ("%d runs%s%s" % (r["runs"], " (%d nested)" % r["nested"] if r.get("nested") else "",
+                             _plan_kind(r))
             if "runs" in r else
             "%d of %d pieces" % (r["checkpointed"], r["pieces"]) if "checkpointed" in r else "")
     cells = [r["variant"], peak_cell(r),

@@ -46,12 +46,17 @@ from ._fx import capture, profile_nodes, rebuild, rnn_chunks
 from ._measure import measure_step
 from .recompute import BudgetError
 
-Candidate = namedtuple("Candidate", "runs inner mirror peak extra_flops extra_seconds")
+Candidate = namedtuple("Candidate", "runs inner mirror peak extra_flops extra_seconds kind "
+                                    "variant", defaults=("flat", 0))
+Candidate.__doc__ = """One plan: runs (node ids) checkpointed, inner (nested runs per run),
+chen2016 mirror counts, the planned peak, the FLOPs and forward seconds it
+recomputes; kind: "sequential" for checkpoint_sequential's shapes, "nested", else
+"flat"; variant: 0 for the module as written, 1 for its time-chunked LSTMs."""
 FitResult = namedtuple("FitResult", "budget measured_peak plain_peak planned_peak extra_flops "
                                     "forward_flops checkpointed runs candidates attempts "
                                     "capture_seconds planning_seconds measuring_seconds "
                                     "measured_seconds plain_seconds extra_seconds "
-                                    "forward_seconds nested steps")
+                                    "forward_seconds nested steps chunked kind")
 FitResult.__doc__ = """What fit did.  budget, measured_peak (torch.profiler, one step),
 plain_peak (the same for the unmodified model), planned_peak (libmemplan's checked plan
 of the same choice) in bytes; extra_flops and forward_flops (one forward pass) as the
@@ -61,7 +66,9 @@ of each; candidates evaluated; attempts: candidates measured; seconds spent capt
 measured_seconds and plain_seconds: the least of the timed steps of the returned module
 and of the model; extra_seconds: the forward seconds the plan recomputes, forward_seconds:
 one forward pass, both as measured at capture; nested: runs checkpointed inside runs;
-steps: training steps fit ran to measure (4 per measured module)."""
+steps: training steps fit ran to measure (4 per measured module); chunked: the
+module runs its nn.LSTMs over time chunks (exact=False); kind: "sequential" when the
+plan is one checkpoint_sequential would make, "nested", else "flat"."""
 
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
 SEQUENTIAL_K = 24          # checkpoint_sequential shapes up to this many segments
@@ -71,7 +78,9 @@ MODULE_DEPTHS = (1, 2, 3, 4)
 class Planner:
     """The forward graph of a module in libmemplan and its stage chain."""
 
-    def __init__(self, graph_dict, name, hidden=None, seconds=None, paths=None, leaves=()):
+    def __init__(self, graph_dict, name, hidden=None, seconds=None, paths=None, leaves=(),
+                 variant=0):
+        self.variant = variant
         self.graph = lib.Graph.parse(json.dumps(graph_dict), name)
         self.remat = lib.Remat(self.graph)
         train = self.remat.graph
@@ -101,6 +110,11 @@ class Planner:
             self.seconds = {v: float(self.remat.node_flops(v)) for v in self.forward}
         self.paths = {ids[k]: p for k, p in (paths or {}).items() if k in ids}
         self.leaves = {ids[k] for k in leaves if k in ids}     # calls of leaf modules
+        # Nodes that ran in place (an nn.ReLU(inplace=True)): one must not
+        # open a run, where it would change the run's input in place
+        # (torch's checkpoint reruns the run on that input).
+        inplace = {n["name"] for n in graph_dict["nodes"] if n.get("attrs", {}).get("inplace")}
+        self.inplace = {ids[k] for k in inplace if k in ids}
 
     def _forward_readers(self):
         readers = {}
@@ -133,7 +147,7 @@ class Planner:
         self._mark(m, [r for group in inner for r in group], 2)
         return m
 
-    def evaluate(self, runs, inner=()):
+    def evaluate(self, runs, inner=(), kind="flat"):
         inner = tuple(tuple(tuple(r) for r in g) for g in inner) if any(inner) else ()
         m = self.mirror(runs, inner)
         if any(not any(m[v] or self.hidden.get(v) for v in r) for r in runs):
@@ -145,7 +159,8 @@ class Planner:
         return Candidate(tuple(tuple(r) for r in runs), inner, m,
                          e.peak + self._hidden(runs, inner),
                          sum(self.remat.node_flops(v) for v in rerun),
-                         sum(self.seconds[v] for v in rerun))
+                         sum(self.seconds[v] for v in rerun), "nested" if inner else kind,
+                         self.variant)
 
     def _hidden(self, runs, inner):
         """What autograd saves inside opaque nodes (profile_nodes): kept from
@@ -166,12 +181,14 @@ class Planner:
     def candidates(self):
         seen, out = set(), [self.evaluate([])]
 
-        def add(runs, inner=()):
-            runs = sorted((list(r) for r in runs if r), key=lambda r: self.pos[r[0]])
+        def add(runs, inner=(), kind="flat"):
+            runs = [self._opening(r) for r in runs]
+            inner = [[r for r in map(self._opening, g) if r] for g in inner]
+            runs = sorted((r for r in runs if r), key=lambda r: self.pos[r[0]])
             key = (tuple(tuple(r) for r in runs), tuple(tuple(map(tuple, g)) for g in inner))
             if runs and key not in seen:
                 seen.add(key)
-                cand = self.evaluate(runs, inner)
+                cand = self.evaluate(runs, inner, kind)
                 if cand:
                     out.append(cand)
                 return cand
@@ -197,8 +214,11 @@ class Planner:
                 break
             j = min(len(calls), j * 3 // 2 + 1)
         flat += self._alg3_runs()
+        # checkpoint_sequential's shapes first: a plan another family also
+        # proposes is then known as one checkpoint_sequential would make
         for pieces in [self.stages] + [self._module_pieces(d) for d in MODULE_DEPTHS]:
-            flat += self._sequential_runs(pieces)
+            for runs in self._sequential_runs(pieces):
+                add(runs, kind="sequential")
         for runs in flat:
             add(runs)
         # Nesting lowers a plan's peak and adds recomputation: worth trying
@@ -208,6 +228,13 @@ class Planner:
             if any(inner):
                 add(cand.runs, inner)
         return out
+
+    def _opening(self, run):
+        """run without the in-place nodes that would open it."""
+        i = 0
+        while i < len(run) and run[i] in self.inplace:
+            i += 1
+        return list(run[i:])
 
     def _nest(self, run):
         """The runs nested inside run: each stage of it but the last (the
@@ -312,72 +339,110 @@ def _pareto(cands):
     return front
 
 
+def _variant(model, inputs, name, chunks, variant):
+    """(gm, planner, candidates, one forward pass's seconds) of model as
+    captured with `chunks` (rnn_chunks; {}: as written)."""
+    t0 = time.perf_counter()
+    gm, graph = capture(model, inputs, name, chunks)
+    hidden, seconds = profile_nodes(model, gm, inputs)
+    paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
+    leaves = [n.name for n in gm.graph.nodes if n.op == "call_module"]
+    t1 = time.perf_counter()
+    planner = Planner(graph, name, hidden, seconds, paths, leaves, variant)
+    planner.gm = gm
+    cands = planner.candidates()
+    planner.took = (t1 - t0, time.perf_counter() - t1)      # capture, planning
+    return planner, cands, sum(planner.seconds.values())
+
+
+def _next_trial(order, fits, ok):
+    """The next candidate to measure: the best ranked one that ok() allows,
+    of the model as written while one of its plans may fit (the chunked
+    model only where none does), once one fits of its variant; after a measured fit that is not a
+    checkpoint_sequential shape, the best such shape if one may fit (so
+    that fit is never slower than checkpoint_sequential where a measured
+    step can tell)."""
+    pool = [c for c in order if ok(c)]
+    variant = fits[0][3].variant if fits else min((c.variant for c in pool), default=0)
+    pool = [c for c in pool if c.variant == variant]
+    if fits and not any(f[3].kind == "sequential" for f in fits):
+        pool = [c for c in pool if c.kind == "sequential"] or pool
+    return pool[0] if pool else None
+
+
 def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4, verify=True,
         exact=True):
     """(module, FitResult): model rebuilt with the runs of nodes that let
     one training step fit `budget` bytes, the fastest of the measured ones.
     The module shares model's parameters and buffers and computes the same
     loss and gradients (exact=False: may also split nn.LSTMs over time
-    chunks, equal up to float rounding).  trials: fitting candidates
-    measured; attempts: candidates measured in all (4 training steps each,
-    and 4 for the model).  BudgetError when nothing measured fits."""
-    t0 = time.perf_counter()
+    chunks, equal up to float rounding; the model as written is preferred
+    where one of its plans fits).  trials: fitting candidates measured;
+    attempts: candidates measured in all (4 training steps each, and 4 for
+    the model).  BudgetError when nothing measured fits."""
     chunks = {} if exact else rnn_chunks(model, inputs)
-    gm, graph = capture(model, inputs, name, chunks)
-    hidden, seconds = profile_nodes(model, gm, inputs)
-    paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
-    leaves = [n.name for n in gm.graph.nodes if n.op == "call_module"]
-    took = [time.perf_counter() - t0]
-    t0 = time.perf_counter()
-    planner = Planner(graph, name, hidden, seconds, paths, leaves)
-    cands = sorted(planner.candidates(), key=lambda c: (c.extra_seconds, c.peak))
+    variants = [_variant(model, inputs, name, {}, 0)]
+    if chunks:
+        variants.append(_variant(model, inputs, name, chunks, 1))
+    # Rank by forward seconds with the recomputation: the chunked model's
+    # own forward pass is slower, so it ranks after the model's plans that
+    # recompute as much.
+    order = sorted((c for _, cands, fwd_s in variants for c in cands),
+                   key=lambda c: (variants[c.variant][2] + c.extra_seconds, c.peak))
+    planner = variants[0][0]
+    t1 = time.perf_counter()
     fwd = planner.remat.evaluate(planner.remat.policy("none")).forward_flops
-    fwd_s = sum(planner.seconds.values())
-    took.append(time.perf_counter() - t0)
-    none = next(c for c in cands if not c.runs)
-    done = _Done(budget, fwd, fwd_s, cands, took)
-    done.planner = planner
+    took = [sum(v[0].took[0] for v in variants),
+            sum(v[0].took[1] for v in variants) + time.perf_counter() - t1]
+    none = next(c for c in variants[0][1] if not c.runs)
+    done = _Done(budget, fwd, variants[0][2], order, took)
+    done.planners = [v[0] for v in variants]
     if not verify:
-        pick = next((c for c in cands if c.peak <= budget), None)
+        pick = next((c for c in order if c.peak <= budget), None)
         if pick is None:
-            raise _budget_error(budget, name, cands, 0, None)
-        return _build(model, gm, planner, pick), done.result(pick, None, None, 0, 0)
+            raise _budget_error(budget, name, order, 0, None)
+        return _build(model, done.planners[pick.variant], pick), done.result(pick, None, None, 0, 0)
     t1 = time.perf_counter()
     plain, plain_s = measure_step(model, inputs, loss_fn)
     done.steps = 4
     if plain <= budget:
-        return _build(model, gm, planner, none), done.result(
+        return _build(model, planner, none), done.result(
             none, (plain, plain_s), (plain, plain_s), 0, time.perf_counter() - t1)
     # What the planner does not model (weight-gradient temporaries, the
-    # loss, allocator slack) does not depend on what is checkpointed: the
-    # plain step's excess over its plan is the first correction.
-    excess = plain - none.peak
+    # loss, allocator slack, the kernels' scratch) is first taken from the
+    # plain step's excess over its plan, then from each measured plan's
+    # (per variant: the chunked model's plans are modelled apart).
+    excess = [plain - none.peak] * len(variants)
     tried, unbuilt, fits, least = [], [], [], None
+
+    def ok(c):
+        return (c.runs and c.peak + excess[c.variant] <= budget and c not in tried
+                and c not in unbuilt)
+
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
-        pick = next((c for c in cands if c.runs and c.peak + excess <= budget
-                     and c not in tried and c not in unbuilt), None)
+        pick = _next_trial(order, fits, ok)
         if pick is None:
             break
         try:
-            module = _build(model, gm, planner, pick)
-        except IndexError:
+            module = _build(model, done.planners[pick.variant], pick)
+            peak, secs = measure_step(module, inputs, loss_fn)
+        except (IndexError, RuntimeError):
             # torch.fx's split_module fails on a part whose values only its
-            # own nodes read (ViT's shape tests split from what they check):
-            # such a candidate cannot be built; the next one is tried, and
-            # it costs no attempt (nothing was measured)
+            # own nodes read (ViT's shape tests split from what they check);
+            # torch refuses a part it cannot rerun.  Nothing was measured:
+            # the next one is tried, and this one costs no attempt.
             unbuilt.append(pick)
             continue
         tried.append(pick)
-        peak, secs = measure_step(module, inputs, loss_fn)
         done.steps += 4
         least = peak if least is None else min(least, peak)
         if peak <= budget:
             fits.append((secs, len(fits), peak, pick, module))
         else:
-            excess = max(excess, peak - pick.peak)
+            excess[pick.variant] = max(excess[pick.variant], peak - pick.peak)
     if not fits:
-        raise _budget_error(budget, name, cands, excess, least)
-    secs, _, peak, pick, module = min(fits)
+        raise _budget_error(budget, name, order, min(excess), least)
+    secs, _, peak, pick, module = min(fits, key=lambda f: f[:2])
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
 
@@ -388,21 +453,22 @@ class _Done:
     def __init__(self, budget, fwd, fwd_s, cands, took):
         self.budget, self.fwd, self.fwd_s, self.cands, self.took = budget, fwd, fwd_s, cands, took
         self.steps = 0
-        self.planner = None
+        self.planners = []
 
     def result(self, cand, measured, plain, attempts, measuring):
         peak, secs = measured or (None, None)
         plain_peak, plain_s = plain or (None, None)
         return FitResult(self.budget, peak, plain_peak, cand.peak, cand.extra_flops, self.fwd,
-                         len(cand.runs), self.planner.names(cand)[0], len(self.cands),
-                         attempts, self.took[0], self.took[1], measuring, secs, plain_s,
-                         cand.extra_seconds, self.fwd_s, sum(len(g) for g in cand.inner),
-                         self.steps)
+                         len(cand.runs), self.planners[cand.variant].names(cand)[0],
+                         len(self.cands), attempts, self.took[0], self.took[1], measuring, secs,
+                         plain_s, cand.extra_seconds, self.fwd_s,
+                         sum(len(g) for g in cand.inner), self.steps, bool(cand.variant),
+                         cand.kind)
 
 
-def _build(model, gm, planner, cand):
+def _build(model, planner, cand):
     runs, segment_of, nested = planner.names(cand)
-    module = rebuild(model, gm, segment_of, nested)
+    module = rebuild(model, planner.gm, segment_of, nested)
     module.memplan_runs = runs
     return module
 

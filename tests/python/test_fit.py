@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
-from memplan._fit import Planner                # noqa: E402
+from memplan._fit import Candidate, Planner, _next_trial   # noqa: E402
 from memplan._fx import capture, rebuild       # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
@@ -138,6 +138,57 @@ class Choice(unittest.TestCase):
         same_training(self, model, fitted, (x,))
 
 
+class InPlace(unittest.TestCase):
+    def test_no_run_opens_with_an_in_place_node(self):
+        """torchvision's blocks end in nn.ReLU(inplace=True): a run opened
+        by it would change its input, a value outside the run, in place
+        (ResNet-50 plans cut there failed in torch's backward).  No candidate's run, nested or not, opens with a node
+        that ran in place, although leaf calls are cut there; a plan whose
+        runs were cut there trains exactly like the model."""
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
+                                              nn.ReLU(inplace=True)) for _ in range(4)],
+                              nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+        x = torch.randn(4, 8, 8, 8)
+        gm, graph = capture(model, x)
+        p = Planner(graph, "m", leaves=[n.name for n in gm.graph.nodes if n.op == "call_module"])
+        self.assertTrue(p.inplace)
+        self.assertTrue(any(c[0] in p.inplace for c in p._leaf_calls()))   # cut there
+        cands = p.candidates()
+        for c in cands:
+            for r in list(c.runs) + [r for g in c.inner for r in g]:
+                self.assertNotIn(r[0], p.inplace, [p.nodes[v].name for v in r])
+        # every leaf call but the last checkpointed, each relu moved out
+        runs = [p._opening(c) for c in p._leaf_calls()[:-1]]
+        seg = {p.nodes[v].name: k for k, r in enumerate(runs) for v in r}
+        same_training(self, model, rebuild(model, gm, seg), (x,))
+
+
+class Trials(unittest.TestCase):
+    """_next_trial: which candidate fit measures next (no torch involved)."""
+
+    @staticmethod
+    def cand(n, kind="flat", variant=0):
+        return Candidate(((n,),), (), [], n, 0, float(n), kind, variant)
+
+    def test_checkpoint_sequential_shape_measured_second(self):
+        a, b, c = self.cand(1), self.cand(2), self.cand(3, "sequential")
+        order = [a, b, c]
+        self.assertIs(_next_trial(order, [], lambda x: True), a)
+        fits = [(1.0, 0, 10, a, None)]
+        self.assertIs(_next_trial(order, fits, lambda x: x is not a), c)
+        fits.append((1.0, 1, 10, c, None))
+        self.assertIs(_next_trial(order, fits, lambda x: x not in (a, c)), b)
+
+    def test_model_as_written_before_time_chunks(self):
+        chunked, whole = self.cand(1, variant=1), self.cand(5)
+        order = [chunked, whole]
+        self.assertIs(_next_trial(order, [], lambda x: True), whole)
+        self.assertIs(_next_trial(order, [], lambda x: x is not whole), chunked)
+        fits = [(1.0, 0, 10, chunked, None)]
+        self.assertIsNone(_next_trial(order, fits, lambda x: x is not chunked))
+
+
 class TimeChunks(unittest.TestCase):
     def test_chunked_lstm_fits_where_whole_layers_cannot(self):
         """Three LSTM layers at 0.45 of the plain peak: whole layers do not
@@ -151,6 +202,7 @@ class TimeChunks(unittest.TestCase):
             mpt.fit(model, x, budget, attempts=1)
         fitted, how = mpt.fit(model, x, budget, exact=False)
         self.assertLessEqual(how.measured_peak, budget)
+        self.assertTrue(how.chunked)
         with torch.no_grad():
             self.assertTrue(torch.equal(fitted(x), model(x)))
         ref = copy.deepcopy(model)
@@ -159,6 +211,17 @@ class TimeChunks(unittest.TestCase):
             self.assertAlmostEqual(la, lb, places=5)
         for (k, p), q in zip(ref.named_parameters(), model.parameters()):
             self.assertTrue(torch.allclose(p, q, rtol=1e-4, atol=1e-6), k)
+
+    def test_whole_layers_where_they_fit(self):
+        """exact=False at a budget whole layers meet: the model as written
+        is measured first and returned (its training bit-identical)."""
+        torch.manual_seed(0)
+        model, x = LSTMNet(layers=3, f=16, h=64), torch.randn(8, 64, 16)
+        budget = int(mpt.measure_peak(model, x) * 0.75)
+        fitted, how = mpt.fit(model, x, budget, exact=False, trials=1)
+        self.assertLessEqual(how.measured_peak, budget)
+        self.assertFalse(how.chunked)
+        same_training(self, model, fitted, (x,))
 
 
 if __name__ == "__main__":
