@@ -116,9 +116,9 @@ typedef struct mp_pool_opts_t {
     double time_limit;        /* "auto" only, nothing fixed: seconds for the
                                  whole call; <= 0: none (mp_plan_pools) */
     unsigned threads;         /* as mp_auto_opts_t.threads */
-    /* Called (NULL: never) as mp_auto_opts_t.progress is, for pool `pool`;
-     * p->offset and p->n are those of the buffers that pool's search plans
-     * (not yet placed, in buffer order). */
+    /* With a time limit, called (NULL: never) as mp_auto_opts_t.progress
+     * is, for pool `pool`; p->offset and p->n are those of the buffers that
+     * pool's search plans (not yet placed, in buffer order). */
     void (*progress)(void *ctx, size_t pool, const mp_anytime_progress_t *p);
     void *ctx;
 } mp_pool_opts_t;
