@@ -27,7 +27,12 @@
  * run.  When the other does not meet the bound the waiter resumes, so the
  * worst case is the two run one after the other.  A stopped candidate
  * could not have won, so the winner, and the plan, are those of a run
- * without the watch; it still counts in `tried`. */
+ * without the watch; it still counts in `tried`.
+ *
+ * The offset bound is computed by the caller's thread while the first
+ * batch's other candidate (strip-bestfit) already runs: until it is known
+ * the watch takes it as unknown (no candidate waits), so it costs the
+ * first batch nothing. */
 #include "../core/internal.h"
 #include "../strategies/strategies.h"
 
@@ -47,6 +52,8 @@ typedef struct job {
     const mp_buffer_t *b;
     size_t n;
     uint64_t lb;
+    uint64_t lb_known;           /* lb once computed, UINT64_MAX before (under mu) */
+    bool abort;                  /* the bound failed: candidates stop (under mu) */
     const mp__strategy **cand;   /* candidates in order */
     size_t n_cand;
     mp_plan_t *plan;             /* one per candidate */
@@ -66,6 +73,7 @@ _Thread_local mp__watch *mp__cur_watch;
 /* Whether candidate c, at footprint `partial` so far, can no longer win
  * against a finished candidate.  Under mu. */
 static bool beaten(const job *j, size_t c, uint64_t partial) {
+    if (j->abort) return true;
     for (size_t d = 0; d < j->n_cand; d++)
         if (j->done[d] && (partial > j->plan[d].footprint || (partial == j->plan[d].footprint && d < c)))
             return true;
@@ -77,7 +85,7 @@ bool mp__watch_poll(mp__watch *w, uint64_t partial) {
     bool stop;
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        if ((stop = beaten(j, w->c, partial)) || partial <= j->lb) break;
+        if ((stop = beaten(j, w->c, partial)) || partial <= j->lb_known) break;
         bool other = false; /* another candidate runs and is not waiting */
         for (size_t d = 0; d < j->n_cand; d++) other |= d != w->c && j->running[d] && !j->waiting[d];
         if (!other) break;
@@ -120,13 +128,27 @@ static void set_running(job *j, size_t c, bool on) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* Computes the offset bound and tells the watch; on failure, stops the
+ * candidates already running. */
+static mp_status bound(job *j) {
+    mp_status s = mp__offsets_bound(j->b, j->n, &j->lb);
+    pthread_mutex_lock(&j->mu);
+    if (s == MP_OK) j->lb_known = j->lb;
+    else j->abort = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return s;
+}
+
 /* Runs the candidates in batches of one per thread (the caller runs the
- * first of each batch), stopping after the batch in which a plan meets
- * the bound.  Every candidate before the stop has run, as in a sequential
- * run, so the winner does not depend on timing. */
+ * first of each batch, after the bound in the first batch), stopping after
+ * the batch in which a plan meets the bound.  Every candidate before the
+ * stop has run, as in a sequential run, so the winner does not depend on
+ * timing. */
 static mp_status run_all(job *j) {
     size_t nt = thread_count(j->n);
     bool at_bound = false;
+    mp_status sb = j->n_cand ? MP_OK : bound(j);
     for (size_t c0 = 0; c0 < j->n_cand && !at_bound; c0 += nt) {
         task t[MAX_THREADS];
         pthread_t th[MAX_THREADS];
@@ -137,11 +159,13 @@ static mp_status run_all(job *j) {
         for (size_t k = 1; k < m; k++)
             if (!(started[k] = pthread_create(&th[k], NULL, run_task, &t[k]) == 0))
                 set_running(j, c0 + k, false); /* it runs later, here */
-        run_task(&t[0]);
+        if (c0 == 0) sb = bound(j);
+        if (sb == MP_OK) run_task(&t[0]);
         for (size_t k = 1; k < m; k++) {
             if (started[k]) pthread_join(th[k], NULL);
-            else set_running(j, c0 + k, true), run_task(&t[k]); /* no thread to be had */
+            else if (sb == MP_OK) set_running(j, c0 + k, true), run_task(&t[k]); /* no thread */
         }
+        if (sb != MP_OK) return sb;
         for (size_t k = 0; k < m; k++) {
             size_t c = c0 + k;
             if (j->status[c] != MP_OK)
@@ -149,7 +173,7 @@ static mp_status run_all(job *j) {
             at_bound |= j->done[c] && j->plan[c].footprint == j->lb;
         }
     }
-    return MP_OK;
+    return sb;
 }
 
 static mp_status empty_plan(mp_plan_t *out, mp_auto_report_t *r) {
@@ -179,7 +203,7 @@ mp_status mp__auto(const mp_buffer_t *b, size_t n, mp_plan_t *out, mp_auto_repor
     for (size_t o = 0; s == MP_OK && o < sizeof auto_order / sizeof auto_order[0]; o++)
         for (size_t i = 0; i < nreg; i++)
             if (reg[i].in_auto && !strcmp(reg[i].info.name, auto_order[o])) j.cand[j.n_cand++] = &reg[i];
-    if (s == MP_OK) s = mp__offsets_bound(b, n, &j.lb);
+    j.lb_known = UINT64_MAX;
     if (s == MP_OK) s = run_all(&j);
     mp_auto_report_t r = {NULL, j.lb, 0, 0};
     size_t best = nreg;
