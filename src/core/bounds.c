@@ -18,32 +18,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Counts are at most n < 2^32, so a node is two 32-bit words side by side:
- * the tree (2^21 nodes at 10^6 times) is half the size, and a node's max
- * and tag share a cache line -- the walks below touch nodes at random, and
- * cache misses are most of this bound's time. */
+/* The counts per time, in blocks of TB times, under a max tree over the
+ * blocks.  Counts are at most n < 2^32, so a tree node is two 32-bit
+ * words side by side, its max and tag on one cache line.  A range add
+ * walks the counts of its two end blocks (contiguous: a cache line or
+ * four each) and tags the whole blocks between in the tree, which has
+ * only m / TB leaves and so stays in cache: the walks touch times at
+ * random, and cache misses were most of this bound's time with a tree
+ * over single times. */
+enum { TB = 64 };
+
 typedef struct mtnode {
     uint32_t mx, add;     /* mx = max over the subtree, add included */
 } mtnode;
 
 typedef struct maxtree {
-    size_t cap;
-    mtnode *t;
+    size_t m, cap;        /* times; leaves (blocks, a power of two) */
+    uint32_t *cnt;        /* per time: count, less the adds of whole blocks */
+    mtnode *t;            /* leaf cap + b: mx = max of block b's counts + add */
 } maxtree;
 
 static mp_status maxtree_init(maxtree *t, size_t m) {
+    t->m = m;
     t->cap = 1;
-    while (t->cap < m) t->cap *= 2;
+    while (t->cap * TB < m) t->cap *= 2;
+    t->cnt = calloc(m, sizeof *t->cnt);
     t->t = calloc(2 * t->cap, sizeof *t->t);
-    return t->t ? MP_OK : MP__NOMEM();
+    return t->cnt && t->t ? MP_OK : MP__NOMEM();
 }
 
 static inline uint32_t max32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
-/* Adds 1 to positions [l, r] (inclusive), bottom-up: tag the O(log m)
- * canonical nodes, then refresh the maxima on the two boundary paths, which
- * join below the root: from there one path is refreshed. */
-static void maxtree_inc(maxtree *t, size_t l, size_t r) {
+static void refresh_up(mtnode *x, size_t v) {
+    for (; v >= 1; v /= 2) x[v].mx = max32(x[2 * v].mx, x[2 * v + 1].mx) + x[v].add;
+}
+
+/* Adds 1 to the counts of times [l, r], all in block b. */
+static void block_inc(maxtree *t, size_t l, size_t r) {
+    mtnode *leaf = &t->t[t->cap + l / TB];
+    uint32_t mx = leaf->mx - leaf->add;
+    for (size_t i = l; i <= r; i++) mx = max32(mx, ++t->cnt[i]);
+    if (mx + leaf->add == leaf->mx) return; /* nothing above changes */
+    leaf->mx = mx + leaf->add;
+    refresh_up(t->t, (t->cap + l / TB) / 2);
+}
+
+/* Adds 1 to blocks [l, r] (inclusive) in the tree, bottom-up: tag the
+ * O(log) canonical nodes, then refresh the maxima on the two boundary
+ * paths, which join below the root: from there one path is refreshed. */
+static void blocks_inc(maxtree *t, size_t l, size_t r) {
     mtnode *x = t->t;
     size_t lo = l + t->cap, hi = r + t->cap + 1;
     size_t a = lo / 2, b = (hi - 1) / 2;
@@ -55,7 +78,19 @@ static void maxtree_inc(maxtree *t, size_t l, size_t r) {
         x[a].mx = max32(x[2 * a].mx, x[2 * a + 1].mx) + x[a].add;
         x[b].mx = max32(x[2 * b].mx, x[2 * b + 1].mx) + x[b].add;
     }
-    for (; a >= 1; a /= 2) x[a].mx = max32(x[2 * a].mx, x[2 * a + 1].mx) + x[a].add;
+    refresh_up(x, a);
+}
+
+/* Adds 1 to times [l, r] (inclusive). */
+static void maxtree_inc(maxtree *t, size_t l, size_t r) {
+    size_t bl = l / TB, br = r / TB;
+    if (bl == br) {
+        block_inc(t, l, r);
+        return;
+    }
+    block_inc(t, l, bl * TB + TB - 1);
+    block_inc(t, br * TB, r);
+    if (bl + 1 < br) blocks_inc(t, bl + 1, br - 1);
 }
 
 /* span[2i] = index of buffer i's first among the sorted distinct start
@@ -96,43 +131,48 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
     mp__key *k = malloc(n * sizeof *k);
     maxtree t = {0};
     mp_status s = k ? maxtree_init(&t, m) : MP__NOMEM();
+    /* The spans ride in b (both < 2^32): no random reads after the sort.
+     * The order among equal sizes does not matter. */
     if (s == MP_OK) {
-        for (size_t i = 0; i < n; i++) k[i] = (mp__key){UINT64_MAX - b[i].size, 0, i};
-        s = mp__sort_keys(k, n);
+        for (size_t i = 0; i < n; i++)
+            k[i] = (mp__key){UINT64_MAX - b[i].size, (uint64_t)span[2 * i] << 32 | span[2 * i + 1], i};
+        s = mp__sort_keys_a(k, n);
     }
     uint64_t sum = 0;
     for (size_t j = 0; s == MP_OK && j < n;) {
         uint64_t sz = UINT64_MAX - k[j].a;
         for (; j < n && UINT64_MAX - k[j].a == sz; j++)
-            maxtree_inc(&t, span[2 * k[j].i], span[2 * k[j].i + 1]);
+            maxtree_inc(&t, k[j].b >> 32, k[j].b & UINT32_MAX);
         uint64_t next = j < n ? UINT64_MAX - k[j].a : 0;
         sum += (uint64_t)t.t[1].mx * (sz - next);
     }
     *out = sum;
     free(k);
+    free(t.cnt);
     free(t.t);
     return s;
 }
 
 /* Sweep: +size at first, -size at last+1, retirements first at equal
  * times (inclusive lifetimes).  Gives the peak of live bytes and of live
- * buffers. */
+ * buffers.  Retirements come first in the array and the sort by time is
+ * stable, so they stay first at equal times; sizes ride in b, so the
+ * sweep reads the events alone. */
 static mp_status sweep(const mp_buffer_t *b, size_t n, uint64_t *bytes, uint64_t *count) {
     mp__key *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
     if (!ev) return MP__NOMEM();
     for (size_t i = 0; i < n; i++) {
-        ev[2 * i] = (mp__key){b[i].first, 1, 2 * i};
-        ev[2 * i + 1] = (mp__key){b[i].last + 1, 0, 2 * i + 1};
+        ev[i] = (mp__key){b[i].last + 1, b[i].size, i};
+        ev[n + i] = (mp__key){b[i].first, b[i].size, n + i};
     }
-    mp_status s = mp__sort_keys(ev, 2 * n);
+    mp_status s = mp__sort_keys_a(ev, 2 * n);
     uint64_t live = 0, peak = 0, k = 0, peak_k = 0;
     for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
-        const mp_buffer_t *x = &b[ev[e].i / 2];
-        if (ev[e].b) {
-            live += x->size, k++;
+        if (ev[e].i >= n) {
+            live += ev[e].b, k++;
             peak = mp__max64(peak, live), peak_k = mp__max64(peak_k, k);
         } else {
-            live -= x->size, k--;
+            live -= ev[e].b, k--;
         }
     }
     free(ev);

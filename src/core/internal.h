@@ -76,6 +76,9 @@ typedef struct mp__key {
 
 /* Sorts k[0..n) ascending; O(n log n) merge sort.  MP_ENOMEM on failure. */
 mp_status mp__sort_keys(mp__key *k, size_t n);
+/* Sorts k[0..n) by a alone, stably: keys with equal a keep their input
+ * order, b and i travel with them as payload.  MP_ENOMEM on failure. */
+mp_status mp__sort_keys_a(mp__key *k, size_t n);
 
 /* Fills idx[0..n) with buffer indices ordered by (first, index). */
 mp_status mp__order_by_first(const mp_buffer_t *b, size_t n, size_t *idx);

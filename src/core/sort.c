@@ -68,8 +68,8 @@ static inline size_t digit_of(const mp__key *k, digit d) {
     return (size_t)(((d.in_a ? k->a : k->b) >> d.shift) & (((uint64_t)1 << d.bits) - 1));
 }
 
-/* LSD radix sort, for keys already in increasing i (so that stability
- * breaks ties by i), on the bits of (a, b) that vary.  va, vb: OR ^ AND
+/* LSD radix sort on the bits of (a, b) that vary; stable, so keys that
+ * arrive in increasing i come out with ties by i.  va, vb: OR ^ AND
  * of all a, of all b.  tmp has room for n keys.  Returns false (k
  * untouched) if its counters cannot be allocated. */
 static bool radix_sort(mp__key *k, mp__key *tmp, size_t n, uint64_t va, uint64_t vb) {
@@ -135,6 +135,30 @@ mp_status mp__sort_keys(mp__key *k, size_t n) {
     if (src != k) memcpy(k, src, n * sizeof *k);
     free(tmp);
     return MP_OK;
+}
+
+mp_status mp__sort_keys_a(mp__key *k, size_t n) {
+    enum { SMALL = 64 };
+    if (n < SMALL) { /* insertion sort by a: stable */
+        for (size_t i = 1; i < n; i++) {
+            mp__key v = k[i];
+            size_t j = i;
+            for (; j > 0 && k[j - 1].a > v.a; j--) k[j] = k[j - 1];
+            k[j] = v;
+        }
+        return MP_OK;
+    }
+    bool sorted = true;
+    uint64_t ora = 0, anda = UINT64_MAX;
+    for (size_t j = 0; j < n; j++) {
+        ora |= k[j].a, anda &= k[j].a;
+        if (j > 0) sorted &= k[j - 1].a <= k[j].a;
+    }
+    if (sorted) return MP_OK;
+    mp__key *tmp = malloc(n * sizeof *tmp);
+    bool done = tmp && radix_sort(k, tmp, n, ora ^ anda, 0); /* LSD: stable */
+    free(tmp);
+    return done ? MP_OK : MP__NOMEM();
 }
 
 mp_status mp__order_by_first(const mp_buffer_t *b, size_t n, size_t *idx) {
