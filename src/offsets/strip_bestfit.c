@@ -140,43 +140,48 @@ static cand cand_of(const strip *s, size_t r) { return (cand){s->lf[r].prio, (ui
 /* ---- setup ------------------------------------------------------------ */
 
 /* Positions: each first and last+1 gets the rank of its value among the
- * distinct values.  One sort of 2n keys, which also yields the ranks: key
- * 2i is buffer i's first, so the even keys come in (first, index) order.
- * Then one sort of n keys by (longest, index) gives the priorities. */
+ * distinct values.  Firsts sorted by (first, index) are the ranks (often
+ * sorted already: then the sort is one pass); the ends are sorted apart
+ * and the two merged by time.  Then one sort of n keys by (longest,
+ * index) gives the priorities. */
 static mp_status compress(strip *s) {
     size_t n = s->n;
-    mp__key *k = malloc(2 * n * sizeof *k);
+    mp__key *kf = malloc(n * sizeof *kf), *kl = malloc(n * sizeof *kl);
     uint32_t *rank = malloc(n * sizeof *rank);
-    mp_status st = MP_OK;
-    if (!k || !rank) st = MP__NOMEM();
+    mp_status st = kf && kl && rank ? MP_OK : MP__NOMEM();
     for (size_t i = 0; st == MP_OK && i < n; i++) {
-        k[2 * i] = (mp__key){s->b[i].first, 0, 2 * i};
-        k[2 * i + 1] = (mp__key){s->b[i].last + 1, 0, 2 * i + 1};
+        kf[i] = (mp__key){s->b[i].first, 0, i};
+        kl[i] = (mp__key){s->b[i].last + 1, 0, i};
     }
-    if (st == MP_OK) st = mp__sort_keys(k, 2 * n);
+    if (st == MP_OK) st = mp__sort_keys(kf, n);
+    if (st == MP_OK) st = mp__sort_keys(kl, n);
     if (st == MP_OK) {
-        uint32_t m = 0, r = 0;
-        for (size_t j = 0; j < 2 * n; j++) {
-            if (j > 0 && k[j].a != k[j - 1].a) m++;
-            size_t i = k[j].i / 2;
-            if (k[j].i % 2 == 0) {
-                rank[i] = r;
-                s->rc[r++] = (rec){s->b[i].size, m, (uint32_t)i};
-            } else {
-                s->lf[rank[i]].g = m; /* last + 1 > first: its first came earlier */
+        uint32_t m = 0;
+        uint64_t at = kf[0].a; /* the least time: a first */
+        for (size_t x = 0, y = 0; x < n || y < n;) {
+            bool first = y == n || (x < n && kf[x].a <= kl[y].a);
+            uint64_t t = first ? kf[x].a : kl[y].a;
+            if (t != at) m++, at = t;
+            if (first) {
+                size_t i = kf[x].i;
+                rank[i] = (uint32_t)x;
+                s->rc[x++] = (rec){s->b[i].size, m, (uint32_t)i};
+            } else { /* last + 1 > first: its first came earlier */
+                s->lf[rank[kl[y++].i]].g = m;
             }
         }
         s->m = (size_t)m + 1;
         /* Complemented lengths sort longest first, ties by index. */
-        for (size_t i = 0; i < n; i++) k[i] = (mp__key){~(s->b[i].last - s->b[i].first), 0, i};
-        st = mp__sort_keys(k, n);
+        for (size_t i = 0; i < n; i++) kf[i] = (mp__key){~(s->b[i].last - s->b[i].first), 0, i};
+        st = mp__sort_keys(kf, n);
     }
-    for (size_t j = 0; st == MP_OK && j < n; j++) s->lf[rank[k[j].i]].prio = (uint32_t)j;
+    for (size_t j = 0; st == MP_OK && j < n; j++) s->lf[rank[kf[j].i]].prio = (uint32_t)j;
     for (size_t i = 0; st == MP_OK && i < n; i++)
         if (s->b[i].align > 1 && !s->ashift && !(s->ashift = calloc(n, 1))) st = MP__NOMEM();
     for (size_t i = 0; st == MP_OK && s->ashift && i < n; i++)
         for (uint64_t al = s->b[i].align; al > 1; al >>= 1) s->ashift[rank[i]]++;
-    free(k);
+    free(kf);
+    free(kl);
     free(rank);
     return st;
 }
