@@ -155,27 +155,29 @@ static mp_status objects_bound(const mp_buffer_t *b, size_t n, size_t m, const s
 
 /* Sweep: +size at first, -size at last+1, retirements first at equal
  * times (inclusive lifetimes).  Gives the peak of live bytes and of live
- * buffers.  Retirements come first in the array and the sort by time is
- * stable, so they stay first at equal times; sizes ride in b, so the
- * sweep reads the events alone. */
+ * buffers.  Starts and retirements are sorted apart (starts often are in
+ * order already) and merged; sizes ride in b, so the sweep reads the
+ * events alone. */
 static mp_status sweep(const mp_buffer_t *b, size_t n, uint64_t *bytes, uint64_t *count) {
-    mp__key *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
-    if (!ev) return MP__NOMEM();
-    for (size_t i = 0; i < n; i++) {
-        ev[i] = (mp__key){b[i].last + 1, b[i].size, i};
-        ev[n + i] = (mp__key){b[i].first, b[i].size, n + i};
+    mp__key *st = malloc((n ? n : 1) * sizeof *st), *en = malloc((n ? n : 1) * sizeof *en);
+    mp_status s = st && en ? MP_OK : MP__NOMEM();
+    for (size_t i = 0; s == MP_OK && i < n; i++) {
+        st[i] = (mp__key){b[i].first, b[i].size, i};
+        en[i] = (mp__key){b[i].last + 1, b[i].size, i};
     }
-    mp_status s = mp__sort_keys_a(ev, 2 * n);
+    if (s == MP_OK) s = mp__sort_keys_a(st, n);
+    if (s == MP_OK) s = mp__sort_keys_a(en, n);
     uint64_t live = 0, peak = 0, k = 0, peak_k = 0;
-    for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
-        if (ev[e].i >= n) {
-            live += ev[e].b, k++;
-            peak = mp__max64(peak, live), peak_k = mp__max64(peak_k, k);
+    for (size_t x = 0, y = 0; s == MP_OK && x < n;) {
+        if (en[y].a <= st[x].a) { /* y < n: every start ends later */
+            live -= en[y++].b, k--;
         } else {
-            live -= ev[e].b, k--;
+            live += st[x++].b, k++;
+            peak = mp__max64(peak, live), peak_k = mp__max64(peak_k, k);
         }
     }
-    free(ev);
+    free(st);
+    free(en);
     *bytes = peak;
     if (count) *count = peak_k;
     return s;
