@@ -46,6 +46,7 @@ typedef struct shared {
     atomic_int stop;
     uint64_t nodes;
     bool exact;              /* workers run the exact search (else improvement) */
+    unsigned nw;             /* workers */
     const char *start_strategy;
 } shared;
 
@@ -107,27 +108,56 @@ static mp_status run_exact(worker *w) {
     return s;
 }
 
-/* Whole-plan rules each worker tries first (mp__xlns_rebuild): size-first
- * orders with different ties, the first of which is best on idealloc's
- * traces here; then windows (mp__xlns_step) and, every LNS_REBUILD steps,
- * a whole rebuild in size order with random swaps. */
+/* Whole-plan first fits each worker tries first: the peak-first orders
+ * (peak.c; the workers share out the variants, which meet the max-load
+ * bound on idealloc's S_1 and pangu), then size-first orders with
+ * different ties (mp__xlns_rebuild), the first of which is best of them on
+ * S_1; then windows (mp__xlns_step) and, every LNS_REBUILD steps, a whole
+ * rebuild in size order with random swaps. */
 static const unsigned first_rules[MAX_WORKERS][2] = {{4, 5}, {0, 6}};
 enum { LNS_REBUILD = 32 };
+
+/* Step number step of worker w among its peak-first variants, then its
+ * first rules; *past when step is beyond them (nothing done). */
+static mp_status first_fits(worker *w, mp__xlns *l, size_t *order, uint64_t step, bool *better,
+                            bool *past) {
+    shared *sh = w->sh;
+    uint64_t v = w->k + (uint64_t)sh->nw * step, nv = mp__xpeak_variants();
+    *past = false;
+    if (v < nv) {
+        mp_status s = mp__xpeak_order(sh->b, sh->n, (unsigned)v, order);
+        return s == MP_OK ? mp__xlns_rebuild_order(l, order, better) : s;
+    }
+    uint64_t r = step - (nv - w->k + sh->nw - 1) / sh->nw; /* steps past the variants */
+    if (r < 2) return mp__xlns_rebuild(l, first_rules[w->k][r], better);
+    *past = true;
+    return MP_OK;
+}
 
 static mp_status run_lns(worker *w) {
     shared *sh = w->sh;
     mp__xlns *l;
+    size_t *order = malloc((sh->n ? sh->n : 1) * sizeof *order);
+    if (!order) return MP__NOMEM();
     pthread_mutex_lock(&sh->mu);
     mp_status s = mp__xlns_new(sh->b, sh->n, sh->best, w->k + 1, &l);
     pthread_mutex_unlock(&sh->mu);
-    if (s != MP_OK) return s;
+    if (s != MP_OK) {
+        free(order);
+        return s;
+    }
     mp__xlns_limit(l, sh->deadline, &sh->stop);
-    for (uint64_t step = 0; s == MP_OK; step++) {
+    bool firsts = true; /* still in the whole-plan first fits */
+    for (uint64_t step = 0, lns = 0; s == MP_OK; step++) {
         if (atomic_load(&sh->stop) || mp__xnow() >= sh->deadline) break;
-        bool better;
-        if (step < 2) s = mp__xlns_rebuild(l, first_rules[w->k][step], &better);
-        else if (step % LNS_REBUILD == 0) s = mp__xlns_rebuild(l, 3, &better);
-        else s = mp__xlns_step(l, &better);
+        bool better = false, past = !firsts;
+        if (firsts && (s = first_fits(w, l, order, step, &better, &past)) == MP_OK && past)
+            firsts = false;
+        if (s == MP_OK && past) {
+            if (lns > 0 && lns % LNS_REBUILD == 0) s = mp__xlns_rebuild(l, 3, &better);
+            else s = mp__xlns_step(l, &better);
+            lns++;
+        }
         if (s != MP_OK) break;
         if (better) offer(sh, mp__xlns_plan(l), mp__xlns_footprint(l), 0, "improve");
         if (step % LNS_SYNC == 1) {
@@ -137,6 +167,7 @@ static mp_status run_lns(worker *w) {
         }
     }
     mp__xlns_free(l);
+    free(order);
     return s;
 }
 
@@ -161,7 +192,7 @@ static mp_status improve(shared *sh) {
     mp_status s = mp__xlargest_part(sh->b, sh->n, &largest);
     if (s != MP_OK) return s;
     sh->exact = largest <= MP__X_MAX_N && sh->n <= EXACT_MAX_TOTAL;
-    unsigned nw = workers(sh->o);
+    unsigned nw = sh->nw = workers(sh->o);
     worker w[MAX_WORKERS];
     pthread_t th[MAX_WORKERS];
     bool started[MAX_WORKERS] = {false};

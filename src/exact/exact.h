@@ -8,6 +8,9 @@
  *   memo.c    the table of states proven to fail (transpositions)
  *   solve.c   minimisation of one part: restarts, bisection, limits
  *   bound.c   lower bounds from exact searches on time windows
+ *   lns.c     ruin and recreate of plans too large for the search
+ *   peak.c    peak-first orders for whole-plan first fits
+ *   anytime.c "auto" with a time limit
  *   api.c     mp_exact_solve, the strategy "exact", options and reports
  */
 #ifndef MP_EXACT_INTERNAL_H
@@ -214,8 +217,21 @@ const uint64_t *mp__xlns_plan(const mp__xlns *l);
  * random swaps; 4-6: size, then first ascending, last descending, lifetime
  * ascending; 7: area) and keeps the plan when it is no worse. */
 mp_status mp__xlns_rebuild(mp__xlns *l, unsigned rule, bool *improved);
+/* Places every buffer anew by first fit in order[0..n) (a permutation)
+ * and keeps the plan when it is no worse. */
+mp_status mp__xlns_rebuild_order(mp__xlns *l, const size_t *order, bool *improved);
 /* Continues from another valid plan (e.g. a better one of another thread). */
 void mp__xlns_adopt(mp__xlns *l, const uint64_t *off);
+
+/* ---- peak-first orders for whole-plan first fits (peak.c) -------------------- */
+
+/* How many variants mp__xpeak_order knows (variant numbers wrap around). */
+unsigned mp__xpeak_variants(void);
+/* order[0..n): the buffers live at the first time of the largest load of
+ * the normalized problem b, then the others, each group sorted by the keys
+ * variant names (the first variants are the ones worth trying first).
+ * MP_ENOMEM only. */
+mp_status mp__xpeak_order(const mp_buffer_t *b, size_t n, unsigned variant, size_t *order);
 
 /* Overflow-safe "x + y <= cap". */
 static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {

@@ -107,8 +107,14 @@ void mp__xlns_adopt(mp__xlns *l, const uint64_t *off) {
     measure(l, &l->fp, &l->n_top);
 }
 
+enum { RULE_GIVEN = 100 }; /* the order moved[] is given by the caller */
+
 /* The order of the m moved buffers by rule (see mp__xlns_rebuild). */
 static mp_status order_moved(mp__xlns *l, size_t m, unsigned rule) {
+    if (rule == RULE_GIVEN) { /* moved[] is the order */
+        memcpy(l->place, l->moved, m * sizeof *l->place);
+        return MP_OK;
+    }
     for (size_t k = 0; k < m; k++) {
         size_t i = l->moved[k];
         const mp_buffer_t *bi = &l->b[i];
@@ -184,6 +190,12 @@ mp_status mp__xlns_rebuild(mp__xlns *l, unsigned rule, bool *improved) {
     *improved = false;
     for (size_t i = 0; i < l->n; i++) l->moved[i] = i;
     return recreate(l, l->n, rule, improved);
+}
+
+mp_status mp__xlns_rebuild_order(mp__xlns *l, const size_t *order, bool *improved) {
+    *improved = false;
+    for (size_t i = 0; i < l->n; i++) l->moved[i] = order[i];
+    return recreate(l, l->n, RULE_GIVEN, improved);
 }
 
 mp_status mp__xlns_step(mp__xlns *l, bool *improved) {
