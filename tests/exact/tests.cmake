@@ -27,3 +27,11 @@ add_test(NAME test_exact COMMAND test_exact WORKING_DIRECTORY ${CMAKE_SOURCE_DIR
 add_test(NAME cli_exact COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:memplan>
          ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
 set_tests_properties(cli_exact PROPERTIES TIMEOUT 120)
+
+# Peak-first orders and anytime auto on large parts (tests/exact/test_peak.c);
+# with ../shared/dsa-bench present, idealloc's S_1 and pangu must meet their
+# max-load bound under --time-limit.
+add_executable(test_peak ${CMAKE_CURRENT_LIST_DIR}/test_peak.c)
+target_link_libraries(test_peak PRIVATE mp_testlib)
+add_test(NAME test_peak COMMAND test_peak ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
+set_tests_properties(test_peak PROPERTIES TIMEOUT 300)
