@@ -46,6 +46,15 @@ static uint32_t model_next(const model *m, uint64_t h, uint32_t x) {
     return best;
 }
 
+/* Pops the least key from both; whether they agree.  *a, *h: the queue's. */
+static bool pop_both(mp__lowq *q, model *m, uint32_t *a, uint64_t *h) {
+    size_t i = model_least(m);
+    key want = m->k[i];
+    m->k[i] = m->k[--m->len];
+    *h = 0;
+    return MP_CHECK_OK(mp__lowq_pop(q, a, h)) && *a == want.a && *h == want.h;
+}
+
 static void run(size_t npos, int ops, uint64_t seed) {
     mp__lowq q;
     model m = {malloc((size_t)ops * sizeof *m.k), 0};
@@ -63,28 +72,17 @@ static void run(size_t npos, int ops, uint64_t seed) {
         }
         uint32_t a;
         uint64_t h;
-        size_t i = model_least(&m);
-        if (!MP_CHECK_OK(mp__lowq_pop(&q, &a, &h))) break;
         total++;
-        agree += a == m.k[i].a && h == m.k[i].h;
+        agree += pop_both(&q, &m, &a, &h);
         last = h;
-        m.k[i] = m.k[--m.len];
         uint32_t x = (uint32_t)(mp_gen_next(&st) % npos);
         total += 2;
         agree += mp__lowq_next(&q, a) == model_next(&m, last, a);
         agree += mp__lowq_next(&q, x) == model_next(&m, last, x);
     }
-    while (m.len) { /* drain */
-        uint32_t a;
-        uint64_t h;
-        size_t i = model_least(&m);
-        if (!MP_CHECK_OK(mp__lowq_pop(&q, &a, &h))) break;
-        total++;
-        agree += a == m.k[i].a && h == m.k[i].h;
-        m.k[i] = m.k[--m.len];
-    }
     uint32_t a = 0;
     uint64_t h;
+    for (; m.len; total++) agree += pop_both(&q, &m, &a, &h); /* drain */
     MP_CHECK_OK(mp__lowq_pop(&q, &a, &h));
     MP_CHECK_EQ_U64(a, UINT32_MAX); /* empty */
     MP_CHECK_EQ_U64(agree, total);
