@@ -4,9 +4,10 @@
  * - Every variant on random problems of every generator shape is a
  *   permutation that starts with exactly the buffers live at a time of the
  *   largest load (found here by brute force over the start times: their
- *   sizes add up to the max-load bound); first fit in that order passes the
- *   checker and, without alignments, stacks those buffers without a hole
- *   (the highest of them ends at the bound).
+ *   sizes add up to the max-load bound); first fit in that order (over the
+ *   gap index) gives the offsets of a plain first fit, passes the checker
+ *   and, without alignments, stacks those buffers without a hole (the
+ *   highest of them ends at the bound).
  * - Anytime auto on a part of more than 3000 buffers (local improvement)
  *   is never above the first fits of the two variants tried first, nor
  *   above auto.
@@ -29,10 +30,17 @@ static uint64_t load_at(const mp_buffer_t *b, size_t n, uint64_t t) {
     return s;
 }
 
+/* A valid start plan worse than any first fit: the buffers stacked with
+ * a gap of the largest alignment between them. */
+static void stacked(const mp_buffer_t *b, size_t n, uint64_t *off) {
+    uint64_t acc = 0, amax = 1;
+    for (size_t i = 0; i < n; i++) amax = mp__max64(amax, b[i].align);
+    for (size_t i = 0; i < n; i++) off[i] = mp__align_up(acc + amax, amax), acc = off[i] + b[i].size;
+}
+
 /* First fit of order[] from a stacked start plan: off[] receives it. */
 static uint64_t first_fit(const mp_buffer_t *b, size_t n, const size_t *order, uint64_t *off) {
-    uint64_t acc = 0;
-    for (size_t i = 0; i < n; i++) off[i] = acc, acc += b[i].size;
+    stacked(b, n, off);
     mp__xlns *l;
     bool better;
     if (!MP_CHECK_OK(mp__xlns_new(b, n, off, 1, &l))) return 0;
@@ -41,6 +49,31 @@ static uint64_t first_fit(const mp_buffer_t *b, size_t n, const size_t *order, u
     uint64_t fp = mp__xlns_footprint(l);
     mp__xlns_free(l);
     return fp;
+}
+
+/* The oracle: first fit in order[] by a plain walk over the conflicting
+ * buffers placed before, sorted by offset (O(n^2 log n)). */
+static int by_off(const void *x, const void *y) {
+    const uint64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+static void naive_fit(const mp_buffer_t *b, size_t n, const size_t *order, uint64_t *off) {
+    uint64_t(*iv)[2] = malloc((n ? n : 1) * sizeof *iv);
+    for (size_t k = 0; iv && k < n; k++) {
+        const mp_buffer_t *x = &b[order[k]];
+        size_t m = 0;
+        for (size_t j = 0; j < k; j++) {
+            const mp_buffer_t *y = &b[order[j]];
+            if (y->first <= x->last && x->first <= y->last)
+                iv[m][0] = off[order[j]], iv[m++][1] = off[order[j]] + y->size;
+        }
+        qsort(iv, m, sizeof *iv, by_off);
+        uint64_t a = x->align ? x->align : 1, pos = 0;
+        for (size_t j = 0; j < m && !(iv[j][0] >= pos && iv[j][0] - pos >= x->size); j++)
+            if (iv[j][1] > pos) pos = (iv[j][1] + a - 1) / a * a;
+        off[order[k]] = pos;
+    }
+    free(iv);
 }
 
 static void check_orders(const mp_buffer_t *raw, size_t n, bool aligned) {
@@ -78,6 +111,12 @@ static void check_orders(const mp_buffer_t *raw, size_t n, bool aligned) {
                     (unsigned long long)sum, (unsigned long long)bound);
         uint64_t fp = first_fit(b, n, order, off);
         MP_CHECK(mp_test_check_offsets(b, n, off) && fp >= bound);
+        uint64_t *ref = malloc((n ? n : 1) * sizeof *ref);
+        if (ref && v < 3) { /* the gap index's first fit is first fit */
+            naive_fit(b, n, order, ref);
+            MP_CHECK(!memcmp(ref, off, n * sizeof *off));
+        }
+        free(ref);
         uint64_t top = 0;
         for (size_t k = 0; k < g; k++) top = mp__max64(top, off[order[k]] + b[order[k]].size);
         if (!aligned) MP_CHECK(top == bound);
