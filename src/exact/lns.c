@@ -181,11 +181,6 @@ static mp_status recreate(mp__xlns *l, size_t m, unsigned rule, bool *improved) 
     return s;
 }
 
-mp_status mp__xlns_rebuild(mp__xlns *l, unsigned rule, bool *improved) {
-    *improved = false;
-    for (size_t i = 0; i < l->n; i++) l->moved[i] = i;
-    return recreate(l, l->n, rule, improved);
-}
 
 /* First fit of every buffer in order[] over the gap index of
  * src/offsets/gapindex.c into l->saved (as scratch): the free address
@@ -245,6 +240,13 @@ mp_status mp__xlns_rebuild_order(mp__xlns *l, const size_t *order, bool *improve
         l->fp = fp, l->n_top = n_top;
     }
     return MP_OK;
+}
+
+mp_status mp__xlns_rebuild(mp__xlns *l, unsigned rule, bool *improved) {
+    *improved = false;
+    for (size_t i = 0; i < l->n; i++) l->moved[i] = i, l->saved[i] = l->off[i];
+    mp_status s = order_moved(l, l->n, rule);
+    return s == MP_OK ? mp__xlns_rebuild_order(l, l->place, improved) : s;
 }
 
 mp_status mp__xlns_step(mp__xlns *l, bool *improved) {
