@@ -410,9 +410,10 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             none, (plain, plain_s), (plain, plain_s), 0, time.perf_counter() - t1)
     # What the planner does not model (weight-gradient temporaries, the
     # loss, allocator slack, the kernels' scratch) is first taken from the
-    # plain step's excess over its plan, then from each measured plan's
-    # (per variant: the chunked model's plans are modelled apart).
-    excess = [plain - none.peak] * len(variants)
+    # plain step's excess over its plan (each variant's own plan of no
+    # checkpoint: the chunked model's is larger), then from each measured
+    # plan's.
+    excess = [plain - next(c for c in cands if not c.runs).peak for _, cands, _ in variants]
     tried, unbuilt, fits, least = [], [], [], None
 
     def ok(c):
