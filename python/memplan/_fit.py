@@ -387,15 +387,18 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     # Rank by forward seconds with the recomputation: the chunked model's
     # own forward pass is slower, so it ranks after the model's plans that
     # recompute as much.
-    order = sorted((c for _, cands, fwd_s in variants for c in cands),
+    order = sorted((c for _, cands, _ in variants for c in cands),
                    key=lambda c: (variants[c.variant][2] + c.extra_seconds, c.peak))
     planner = variants[0][0]
     t1 = time.perf_counter()
-    fwd = planner.remat.evaluate(planner.remat.policy("none")).forward_flops
+    # one forward pass of each variant, in FLOPs and seconds: a plan's
+    # recomputation is reported against its own variant's
+    fwd = [(v.remat.evaluate(v.remat.policy("none")).forward_flops, fwd_s)
+           for v, _, fwd_s in variants]
     took = [sum(v[0].took[0] for v in variants),
             sum(v[0].took[1] for v in variants) + time.perf_counter() - t1]
     none = next(c for c in variants[0][1] if not c.runs)
-    done = _Done(budget, fwd, variants[0][2], order, took)
+    done = _Done(budget, fwd, order, took)
     done.planners = [v[0] for v in variants]
     if not verify:
         pick = next((c for c in order if c.peak <= budget), None)
@@ -451,18 +454,19 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
 class _Done:
     """What fit has done so far, for its FitResult."""
 
-    def __init__(self, budget, fwd, fwd_s, cands, took):
-        self.budget, self.fwd, self.fwd_s, self.cands, self.took = budget, fwd, fwd_s, cands, took
+    def __init__(self, budget, fwd, cands, took):
+        self.budget, self.fwd, self.cands, self.took = budget, fwd, cands, took
         self.steps = 0
         self.planners = []
 
     def result(self, cand, measured, plain, attempts, measuring):
         peak, secs = measured or (None, None)
         plain_peak, plain_s = plain or (None, None)
-        return FitResult(self.budget, peak, plain_peak, cand.peak, cand.extra_flops, self.fwd,
+        fwd, fwd_s = self.fwd[cand.variant]
+        return FitResult(self.budget, peak, plain_peak, cand.peak, cand.extra_flops, fwd,
                          len(cand.runs), self.planners[cand.variant].names(cand)[0],
                          len(self.cands), attempts, self.took[0], self.took[1], measuring, secs,
-                         plain_s, cand.extra_seconds, self.fwd_s,
+                         plain_s, cand.extra_seconds, fwd_s,
                          sum(len(g) for g in cand.inner), self.steps, bool(cand.variant),
                          cand.kind)
 
