@@ -166,17 +166,22 @@ class Planner:
         """What autograd saves inside opaque nodes (profile_nodes): kept from
         the forward to the backward pass unless the node is in a run, and
         present while its run (its nested run, if it is in one) is
-        recomputed."""
+        recomputed.  A run is recomputed when the backward pass reaches it:
+        the kept nodes after it have given theirs back by then, so beside
+        it only those before it count (an LSTM kept last and the layers
+        before it checkpointed: one layer's gates at a time, not two)."""
         inside = {v for r in runs for v in r}
-        kept = sum(b for v, b in self.hidden.items() if v not in inside)
-        redo = 0
+        kept = {v: b for v, b in self.hidden.items() if v not in inside}
+        most = sum(kept.values())
         for k, r in enumerate(runs):
             groups = inner[k] if inner else ()
             nested = {v for g in groups for v in g}
             own = sum(self.hidden.get(v, 0) for v in r if v not in nested)
             deepest = max((sum(self.hidden.get(v, 0) for v in g) for g in groups), default=0)
-            redo = max(redo, own + deepest)
-        return kept + redo
+            start = self.pos[r[0]]
+            before = sum(b for v, b in kept.items() if self.pos[v] < start)
+            most = max(most, before + own + deepest)
+        return most
 
     def candidates(self):
         seen, out = set(), [self.evaluate([])]
