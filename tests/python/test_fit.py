@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
 from memplan._fit import Candidate, Planner, _next_trial   # noqa: E402
-from memplan._fx import capture, rebuild       # noqa: E402
+from memplan._fx import capture, profile_nodes, rebuild   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
 torch.set_num_threads(2)
@@ -211,6 +211,25 @@ class TimeChunks(unittest.TestCase):
             self.assertAlmostEqual(la, lb, places=5)
         for (k, p), q in zip(ref.named_parameters(), model.parameters()):
             self.assertTrue(torch.allclose(p, q, rtol=1e-4, atol=1e-6), k)
+
+    def test_gates_of_later_kept_layers_are_gone_when_a_run_reruns(self):
+        """Three LSTM layers, the first two checkpointed: while the backward
+        pass reruns them, the third layer's gates (kept) have been given
+        back, so the hidden bytes beside the plan are the largest of the
+        layers' gates, not the kept layer's plus a rerun one's."""
+        torch.manual_seed(0)
+        model, x = LSTMNet(layers=3, f=16, h=64), torch.randn(8, 64, 16)
+        gm, graph = capture(model, x)
+        hidden, _ = profile_nodes(model, gm, x)
+        p = Planner(graph, "m", hidden)
+        ids = {p.nodes[v].name: v for v in p.forward}
+        gates = [p.hidden[ids["rnns_%d" % i]] for i in range(3)]
+        self.assertTrue(all(gates))
+        runs = [[ids["rnns_0"]], [ids["rnns_1"]]]
+        self.assertEqual(p._hidden(runs, ()), max(gates))
+        # the third layer checkpointed, the first kept: its gates stay
+        runs = [[ids["rnns_1"]], [ids["rnns_2"]]]
+        self.assertEqual(p._hidden(runs, ()), gates[0] + max(gates[1:]))
 
     def test_whole_layers_where_they_fit(self):
         """exact=False at a budget whole layers meet: the model as written
