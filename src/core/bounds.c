@@ -207,3 +207,24 @@ mp_status mp_bounds_compute(const mp_buffer_t *b, size_t n, mp_bounds_t *out) {
     if (s != MP_OK) memset(out, 0, sizeof *out);
     return s;
 }
+
+mp_status mp__load_peak(const mp_buffer_t *b, size_t n, bool aligned, uint64_t *peak, uint64_t *t) {
+    *peak = *t = 0;
+    if (!n) return MP_OK;
+    mp__key *k = malloc(2 * n * sizeof *k);
+    if (!k) return MP__NOMEM();
+    for (size_t i = 0; i < n; i++) {
+        k[2 * i] = (mp__key){b[i].first, 1, i};
+        k[2 * i + 1] = (mp__key){b[i].last + 1, 0, i};   /* last < UINT64_MAX */
+    }
+    mp_status st = mp__sort_keys(k, 2 * n);
+    uint64_t live = 0;
+    for (size_t j = 0; st == MP_OK && j < 2 * n; j++) {
+        uint64_t sz = aligned ? mp_buffer_aligned_size(&b[k[j].i]) : 0;
+        if (!sz) sz = b[k[j].i].size;
+        live = k[j].b ? live + sz : live - sz;
+        if (live > *peak) *peak = live, *t = k[j].a;
+    }
+    free(k);
+    return st;
+}

@@ -76,6 +76,11 @@ typedef struct mp__key {
 
 /* Sorts k[0..n) ascending; O(n log n) merge sort.  MP_ENOMEM on failure. */
 mp_status mp__sort_keys(mp__key *k, size_t n);
+/* The largest live load and the first time it is reached: one sweep over
+ * the sorted start and end events (ends at last + 1, before starts at the
+ * same time).  aligned: count aligned sizes (a size whose aligned size is
+ * 0 counts as is).  *peak = *t = 0 for n = 0.  (bounds.c) */
+mp_status mp__load_peak(const mp_buffer_t *b, size_t n, bool aligned, uint64_t *peak, uint64_t *t);
 /* Sorts k[0..n) by a alone, stably: keys with equal a keep their input
  * order, b and i travel with them as payload.  MP_ENOMEM on failure. */
 mp_status mp__sort_keys_a(mp__key *k, size_t n);

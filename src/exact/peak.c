@@ -46,33 +46,10 @@ static mp__key key_of(const mp_buffer_t *b, size_t i, unsigned k, uint64_t t) {
     }
 }
 
-/* The first time of the largest load: events sorted, swept once. */
-static mp_status peak_time(const mp_buffer_t *b, size_t n, uint64_t *t) {
-    mp__key *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
-    if (!ev) return MP__NOMEM();
-    /* starts before ends at equal times would count a buffer ending at t-1
-     * with one starting at t: ends are at last + 1, so an end at time x
-     * sorts before a start at x (b 0 before 1) */
-    for (size_t i = 0; i < n; i++) {
-        ev[2 * i] = (mp__key){b[i].first, 1, i};
-        ev[2 * i + 1] = (mp__key){b[i].last + 1, 0, i};
-    }
-    mp_status s = mp__sort_keys(ev, 2 * n);
-    uint64_t load = 0, best = 0;
-    *t = n ? b[0].first : 0;
-    for (size_t e = 0; s == MP_OK && e < 2 * n; e++) {
-        if (ev[e].b) load += b[ev[e].i].size;
-        else load -= b[ev[e].i].size;
-        if (load > best) best = load, *t = ev[e].a;
-    }
-    free(ev);
-    return s;
-}
-
 mp_status mp__xpeak_order(const mp_buffer_t *b, size_t n, unsigned variant, size_t *order) {
     const unsigned char *v = variants[variant % mp__xpeak_variants()];
-    uint64_t t = 0;
-    mp_status s = peak_time(b, n, &t);
+    uint64_t load, t;
+    mp_status s = mp__load_peak(b, n, false, &load, &t);
     mp__key *keys = s == MP_OK ? malloc((n ? n : 1) * sizeof *keys) : NULL;
     if (s == MP_OK && !keys) s = MP__NOMEM();
     if (s != MP_OK) return s;

@@ -225,28 +225,9 @@ static scale make_scale(const mp_buffer_t *b, size_t n, const mp_plan_t *p, uint
     return s;
 }
 
-/* The step where the most aligned bytes are live: a sweep over the 2n
- * start and end events sorted by time, ends (at last + 1) before starts. */
+/* The step where the most aligned bytes are live. */
 static mp_status find_peak(const mp_buffer_t *b, size_t n, svg_info *in) {
-    in->peak = 0, in->peak_t = 0;
-    if (!n) return MP_OK;
-    mp__key *k = malloc(2 * n * sizeof *k);
-    if (!k) return MP__NOMEM();
-    for (size_t i = 0; i < n; i++) {
-        k[2 * i] = (mp__key){b[i].first, 1, i};
-        k[2 * i + 1] = (mp__key){b[i].last + 1, 0, i};   /* last < UINT64_MAX */
-    }
-    mp_status st = mp__sort_keys(k, 2 * n);
-    uint64_t live = 0;
-    for (size_t j = 0; st == MP_OK && j < 2 * n; j++) {
-        uint64_t asz = mp_buffer_aligned_size(&b[k[j].i]);
-        if (!asz) asz = b[k[j].i].size;
-        live = k[j].b ? live + asz : live - asz;
-        if ((j + 1 == 2 * n || k[j + 1].a != k[j].a) && live > in->peak)
-            in->peak = live, in->peak_t = k[j].a;
-    }
-    free(k);
-    return st;
+    return mp__load_peak(b, n, true, &in->peak, &in->peak_t);
 }
 
 /* The peak step as a red band across the plot, labelled at the top. */
