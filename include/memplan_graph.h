@@ -72,6 +72,12 @@ typedef struct mp_graph_node_t {
     int inplace_capable;    /* attrs.inplace_capable (0 when absent) */
     int inplace;            /* attrs.inplace (0 when absent) */
     uint64_t flops;         /* attrs.flops (0 when absent) */
+    uint64_t workspace;     /* attrs.workspace: bytes it needs only while it runs (0 when absent) */
+    uint64_t backward_workspace; /* attrs.backward_workspace: the same for its backward node */
+    size_t scratch;         /* the tensor standing for its workspace (the file's "scratch"), live
+                               at its step only and read by no node; MP_GRAPH_NONE when none.
+                               mp_graph_backward and the recompute transform add one per node
+                               whose workspace is > 0 */
 } mp_graph_node_t;
 
 /* Reads and validates a graph file (gzip or plain JSON).  MP_EIO if it
@@ -198,6 +204,11 @@ mp_status mp_graph_builder_tensor(mp_graph_builder_t *b, const char *name, const
 mp_status mp_graph_builder_set_trainable(mp_graph_builder_t *b, size_t tensor, int trainable);
 mp_status mp_graph_builder_set_grad_of(mp_graph_builder_t *b, size_t tensor, size_t param);
 mp_status mp_graph_builder_set_kind(mp_graph_builder_t *b, size_t tensor, mp_tensor_kind kind);
+/* Makes tensor (an owning activation nothing produces or reads yet) node's
+ * scratch: the memory the node holds only while it runs (its lifetime is
+ * the node's step).  MP_EINVAL for a bad id, a node that has one already or
+ * a tensor that is produced, a view or not an activation. */
+mp_status mp_graph_builder_set_scratch(mp_graph_builder_t *b, size_t node, size_t tensor);
 
 /* Adds a node reading in[0..n_in) and producing out[0..n_out) (existing
  * tensors).  attrs NULL means the defaults; the builder stores every field

@@ -98,7 +98,8 @@ class CNode(Structure):
     _fields_ = [("name", c_char_p), ("op", c_char_p), ("inputs", POINTER(size_t)),
                 ("n_inputs", size_t), ("outputs", POINTER(size_t)), ("n_outputs", size_t),
                 ("step", size_t), ("inplace_capable", c_int), ("inplace", c_int),
-                ("flops", u64)]
+                ("flops", u64), ("workspace", u64), ("backward_workspace", u64),
+                ("scratch", size_t)]
 
 
 class CGraphStats(Structure):

@@ -25,7 +25,8 @@ def lifetimes(graph):
     the node producing it (step 0 if no node does) to the last step at which
     a node reads it or any alias of it; graph outputs (or their aliases) live
     to the last step; persistent tensors (parameters, gradients) live over
-    the whole run.  An unread, non-output tensor lives at its own step only.
+    the whole run.  An unread, non-output tensor lives at its own step only,
+    and so does a node's "scratch" (its workspace).
     """
     tensors = {t["id"]: t for t in graph["tensors"]}
     nodes = {n["id"]: n for n in graph["nodes"]}
@@ -36,6 +37,8 @@ def lifetimes(graph):
         for out in nodes[nid]["outputs"]:
             if tensors[out]["alias_of"] is None:
                 first[out] = step
+        if nodes[nid].get("scratch") is not None:      # its workspace: this step only
+            first[nodes[nid]["scratch"]] = step
     span = {}
     for tid, t in tensors.items():
         if t["alias_of"] is None:

@@ -216,8 +216,16 @@ static mp_status emit_node(bw *c, size_t s) {
         st = MP__NOMEM();
         goto out;
     }
-    if ((st = mp_graph_builder_node(c->b, nm, bi->name, c->ins, nin, c->outs, nout, &a, NULL))) goto out;
+    size_t bnode;
+    if ((st = mp_graph_builder_node(c->b, nm, bi->name, c->ins, nin, c->outs, nout, &a, &bnode))) goto out;
     c->st.backward_nodes++;
+    if (f->id < c->g->n_nodes && c->g->node[f->id].backward_workspace) {
+        if (!(nm = mkname(c, "ws:bwd:%s%s", fname_copy, ""))) {
+            st = MP__NOMEM();
+            goto out;
+        }
+        if ((st = mp__builder_scratch(c->b, bnode, nm, c->g->node[f->id].backward_workspace))) goto out;
+    }
     /* Record the contributions; a tensor whose last one this was gets its
      * total now, so the partial gradients die as early as possible. */
     for (size_t i = 0, k = 0; i < f->n_in; i++) {
@@ -311,7 +319,8 @@ static mp_status setup(bw *c, const mp_graph_t *g, int add_loss, size_t *logits)
     c->nF = g->n_nodes + (extra ? 1 : 0);
     /* every tensor the result can have: forward, seed, one per contribution,
      * one total per tensor */
-    c->cap = c->nT + 1 + sum_in + 2 + c->nT + sum_in;   /* + running sums */
+    c->cap = c->nT + 1 + sum_in + 2 + c->nT + sum_in    /* + running sums */
+             + 2 * g->n_nodes;                          /* + scratch tensors */
     c->fn = calloc(c->nF ? c->nF : 1, sizeof *c->fn);
     c->td = calloc(c->nT, sizeof *c->td);
     c->req = calloc(c->nT, sizeof *c->req);
@@ -396,6 +405,20 @@ static void bw_free(bw *c) {
     free(c->name);
 }
 
+/* Forward nodes with a workspace and no scratch tensor yet get one (the
+ * file's "scratch" is kept as it is). */
+static mp_status forward_scratch(bw *c) {
+    char buf[32];
+    for (size_t v = 0; v < c->g->n_nodes; v++) {
+        const mp_graph_node_t *nd = &c->g->node[v];
+        if (!nd->workspace || nd->scratch != MP_GRAPH_NONE) continue;
+        const char *nm = mkname(c, "ws:%s%s", label(nd->name, v, buf, sizeof buf), "");
+        mp_status s = nm ? mp__builder_scratch(c->b, v, nm, nd->workspace) : MP__NOMEM();
+        if (s) return s;
+    }
+    return MP_OK;
+}
+
 /* The training graph of fwd (see memplan.h). */
 mp_status mp_graph_backward(const mp_graph_t *fwd, const mp_backward_opts_t *opts, mp_graph_t **out,
                             mp_backward_stats_t *stats) {
@@ -413,6 +436,7 @@ mp_status mp_graph_backward(const mp_graph_t *fwd, const mp_backward_opts_t *opt
     if (!s && mp_graph_builder_tensor_count(c.b) != fwd->n_tensors)
         s = mp__err(MP_EINVAL, "backward: the builder did not copy the graph's tensors");
     if (!s && logits != MP_GRAPH_NONE) s = add_loss_node(&c, logits, loss_in, &loss_out);
+    if (!s) s = forward_scratch(&c);
     if (s) goto done;
     for (size_t t = 0; t < c.nT; t++) c.root[t] = c.td[t].root;
     sweep_requires(&c);

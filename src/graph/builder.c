@@ -299,6 +299,34 @@ mp_status mp_graph_builder_set_kind(mp_graph_builder_t *b, size_t tensor, mp_ten
     return MP_OK;
 }
 
+/* A scratch is an owning activation whose producer is its node; the
+ * loader's checks (graph.c) then keep it unread and out of the outputs. */
+mp_status mp_graph_builder_set_scratch(mp_graph_builder_t *b, size_t node, size_t tensor) {
+    const char *call = "mp_graph_builder_set_scratch";
+    mp_status s = check_tensor(b, call, tensor);
+    if (s) return s;
+    json_t *o = json_array_get(b->nodes, node);
+    if (!o) return mp__err(MP_EINVAL, "%s: node %zu does not exist", call, node);
+    if (json_object_get(o, "scratch"))
+        return mp__err(MP_EINVAL, "%s: node %zu has a scratch tensor already", call, node);
+    if (b->producer[tensor] != MP_GRAPH_NONE || b->root[tensor] != tensor ||
+        kind_of(b, tensor) != MP_TENSOR_ACTIVATION)
+        return mp__err(MP_EINVAL, "%s: tensor %zu is produced, a view or not an activation", call,
+                       tensor);
+    if (json_object_set_new(o, "scratch", json_integer((json_int_t)tensor))) return MP__NOMEM();
+    b->producer[tensor] = node;
+    return MP_OK;
+}
+
+/* A new tensor `name` of `bytes` bytes (uint8 [bytes]) as node's scratch
+ * (mp_graph_backward, the recompute transform); nothing when bytes is 0. */
+mp_status mp__builder_scratch(mp_graph_builder_t *b, size_t node, const char *name, uint64_t bytes) {
+    if (!bytes) return MP_OK;
+    size_t t;
+    mp_status s = mp_graph_builder_tensor(b, name, "uint8", &bytes, 1, MP_TENSOR_ACTIVATION, MP_GRAPH_NONE, &t);
+    return s ? s : mp_graph_builder_set_scratch(b, node, t);
+}
+
 size_t mp_graph_builder_tensor_count(const mp_graph_builder_t *b) { return b ? n_tensors(b) : 0; }
 size_t mp_graph_builder_node_count(const mp_graph_builder_t *b) { return b ? n_nodes(b) : 0; }
 

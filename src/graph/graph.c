@@ -295,6 +295,51 @@ static mp_status read_id_list(builder *b, size_t i, const json_t *v, const char 
     return MP_OK;
 }
 
+/* nodes[i].scratch: an optional tensor id, the memory node i holds only
+ * while it runs (docs/graph-format.md): an owning activation no other node
+ * produces; that nothing reads it and it is no output is checked once the
+ * order is known (check_scratch). */
+static mp_status read_scratch(builder *b, size_t i, const json_t *v) {
+    mp_graph_t *g = b->g;
+    char w[64];
+    snprintf(w, sizeof w, "nodes[%zu].scratch", i);
+    mp_status s = get_opt_id(b->file, v, w, g->n_tensors, "tensor", &g->node[i].scratch);
+    size_t t = g->node[i].scratch;
+    if (s || t == MP_GRAPH_NONE) return s;
+    mp_graph_tensor_t *x = &g->tensor[t];
+    if (x->alias_of != MP_GRAPH_NONE || x->kind != MP_TENSOR_ACTIVATION)
+        return bad(b->file, "%s: tensor %zu '%s' must be an activation that owns its memory", w, t,
+                   x->name);
+    if (x->producer != MP_GRAPH_NONE)
+        return bad(b->file, "%s: tensor %zu is already produced by node %zu '%s'", w, t, x->producer,
+                   g->node[x->producer].name);
+    x->producer = i;
+    return MP_OK;
+}
+
+/* A scratch tensor is read by no node and is no graph output nor the loss. */
+static mp_status check_scratch(builder *b) {
+    const mp_graph_t *g = b->g;
+    for (size_t v = 0; v < g->n_nodes; v++) {
+        const mp_graph_node_t *nd = &g->node[v];
+        for (size_t k = 0; k < nd->n_inputs; k++) {
+            const mp_graph_tensor_t *x = &g->tensor[g->tensor[nd->inputs[k]].root];
+            if (x->producer != MP_GRAPH_NONE && g->node[x->producer].scratch == (size_t)(x - g->tensor))
+                return bad(b->file, "nodes[%zu].inputs[%zu]: tensor %zu is node %zu's scratch, which no node reads",
+                           v, k, nd->inputs[k], x->producer);
+        }
+    }
+    for (size_t k = 0; k <= g->n_outputs; k++) {
+        size_t t = k < g->n_outputs ? g->outputs[k] : g->loss;
+        if (t == MP_GRAPH_NONE) continue;
+        const mp_graph_tensor_t *x = &g->tensor[g->tensor[t].root];
+        if (x->producer != MP_GRAPH_NONE && g->node[x->producer].scratch == (size_t)(x - g->tensor))
+            return bad(b->file, "%s: tensor %zu is node %zu's scratch, which is no output",
+                       k < g->n_outputs ? "outputs" : "loss", t, x->producer);
+    }
+    return MP_OK;
+}
+
 static mp_status read_node(builder *b, size_t i, const json_t *v) {
     const char *file = b->file;
     mp_graph_t *g = b->g;
@@ -321,6 +366,7 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
                        i, k, nd->outputs[k], t->producer, g->node[t->producer].name);
         t->producer = i;
     }
+    if ((s = read_scratch(b, i, json_object_get(v, "scratch")))) return s;
     const json_t *attrs = json_object_get(v, "attrs");
     nd->step = MP_GRAPH_NONE;
     if (!attrs || json_is_null(attrs)) return MP_OK;
@@ -334,6 +380,13 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
     const json_t *fl = json_object_get(attrs, "flops");
     snprintf(w, sizeof w, "nodes[%zu].attrs.flops", i);
     if (fl && (s = get_u64(file, fl, w, &nd->flops))) return s;
+    static const char *const ws_keys[2] = {"workspace", "backward_workspace"};
+    uint64_t *ws_out[2] = {&nd->workspace, &nd->backward_workspace};
+    for (int k = 0; k < 2; k++) {
+        const json_t *x = json_object_get(attrs, ws_keys[k]);
+        snprintf(w, sizeof w, "nodes[%zu].attrs.%s", i, ws_keys[k]);
+        if (x && (s = get_u64(file, x, w, ws_out[k]))) return s;
+    }
     return MP_OK;
 }
 
@@ -537,7 +590,9 @@ static mp_status build(builder *b, json_t *root) {
         if ((s = get_id(file, json_array_get(outputs, k), w, g->n_tensors, "tensor", &g->outputs[k])))
             return s;
     }
-    return get_opt_id(file, json_object_get(root, "loss"), "loss", g->n_tensors, "tensor", &g->loss);
+    if ((s = get_opt_id(file, json_object_get(root, "loss"), "loss", g->n_tensors, "tensor", &g->loss)))
+        return s;
+    return check_scratch(b);
 }
 
 /* ---- entry points -------------------------------------------------------- */

@@ -72,5 +72,8 @@ uint64_t mp__graph_estimate_flops(const mp_graph_t *g, size_t id);
 mp_status mp__builder_copy_node(mp_graph_builder_t *b, const mp_graph_t *g, size_t node, const char *name,
                                 const size_t *in, size_t n_in, const size_t *out, size_t n_out, size_t *id);
 mp_status mp__builder_set_inputs(mp_graph_builder_t *b, size_t id, const size_t *in, size_t n_in);
+/* A new tensor `name` of `bytes` bytes made node's scratch (its workspace,
+ * live at its step only); nothing when bytes is 0.  (builder.c) */
+mp_status mp__builder_scratch(mp_graph_builder_t *b, size_t node, const char *name, uint64_t bytes);
 
 #endif /* MEMPLAN_GRAPH_INTERNAL_H */

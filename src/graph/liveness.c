@@ -7,6 +7,7 @@
  *   - a tensor owning memory lives from its producer's step (0 when no node
  *     produces it) to the last step reading it or any alias of it, at least
  *     its own step; a graph output (or an alias of one) lives to end;
+ *   - a node's scratch tensor (its workspace) lives at the node's step only;
  *   - parameters and gradients live over [0, end];
  *   - one record per owning tensor with bytes > 0, persistent ones only on
  *     request, sorted by id; no records at all when there are no steps.
@@ -25,6 +26,7 @@ void mp_graph_lifetimes(const mp_graph_t *g, uint64_t *first, uint64_t *last) {
             size_t t = nd->outputs[k];
             if (g->tensor[t].alias_of == MP_GRAPH_NONE) first[t] = last[t] = s;
         }
+        if (nd->scratch != MP_GRAPH_NONE) first[nd->scratch] = last[nd->scratch] = s;
     }
     for (size_t s = 0; s < g->n_nodes; s++) {
         const mp_graph_node_t *nd = &g->node[g->order[s]];

@@ -152,6 +152,8 @@ mp_status mp__graph_node_json(const mp_graph_t *g, size_t id, json_t **out) {
     bad |= json_object_set_new(o, "op", json_string(nd->op));
     bad |= json_object_set_new(o, "inputs", mp__json_id_array(nd->inputs, nd->n_inputs));
     bad |= json_object_set_new(o, "outputs", mp__json_id_array(nd->outputs, nd->n_outputs));
+    if (nd->scratch != MP_GRAPH_NONE)
+        bad |= json_object_set_new(o, "scratch", json_integer((json_int_t)nd->scratch));
     if (g->attrs[id]) bad |= json_object_set(o, "attrs", g->attrs[id]);
     if (bad) {
         json_decref(o);

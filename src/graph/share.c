@@ -181,6 +181,15 @@ static mp_status release(ctx *c, size_t s, size_t r, size_t v) {
     return mp__tset_insert(&c->box, c->p->storage_size[s], s);
 }
 
+/* A storage for tensor t that node v makes: from the box, else a new one. */
+static void give(ctx *c, size_t t, size_t v) {
+    if (!planned(c, t) || c->p->storage[t] != MP_GRAPH_NONE) return;
+    size_t s = c->o.share ? take(c, c->g->tensor[t].bytes, v) : MP_GRAPH_NONE;
+    if (s != MP_GRAPH_NONE) c->p->n_reused++;
+    else s = new_storage(c);
+    assign(c, t, s);
+}
+
 static mp_status step(ctx *c, size_t v) {
     const mp_graph_t *g = c->g;
     mp_graph_plan_t *p = c->p;
@@ -191,14 +200,12 @@ static mp_status step(ctx *c, size_t v) {
         p->inplace_of[nd->outputs[0]] = nd->inputs[0];
         p->n_inplace++;
     }
-    for (size_t k = 0; k < nd->n_outputs; k++) {
-        size_t t = nd->outputs[k];
-        if (!planned(c, t) || p->storage[t] != MP_GRAPH_NONE) continue;
-        size_t s = c->o.share ? take(c, g->tensor[t].bytes, v) : MP_GRAPH_NONE;
-        if (s != MP_GRAPH_NONE) p->n_reused++;
-        else s = new_storage(c);
-        assign(c, t, s);
-    }
+    for (size_t k = 0; k < nd->n_outputs; k++) give(c, nd->outputs[k], v);
+    /* The scratch (workspace) is taken beside the outputs, before this
+     * step's inputs go back to the box, and given back after them: it
+     * lives at this step only, together with both. */
+    size_t ws = nd->scratch != MP_GRAPH_NONE && planned(c, nd->scratch) ? nd->scratch : MP_GRAPH_NONE;
+    if (ws != MP_GRAPH_NONE) give(c, ws, v);
     mp_status st = MP_OK;
     for (size_t i = 0; i < nd->n_inputs && st == MP_OK; i++) {
         size_t r = g->tensor[nd->inputs[i]].root;
@@ -211,6 +218,7 @@ static mp_status step(ctx *c, size_t v) {
         size_t t = nd->outputs[k];
         if (planned(c, t) && c->pending[t] == 0) st = release(c, p->storage[t], t, v);
     }
+    if (st == MP_OK && ws != MP_GRAPH_NONE) st = release(c, p->storage[ws], ws, v);
     return st;
 }
 

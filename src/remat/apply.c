@@ -71,6 +71,12 @@ static mp_status recompute(applier *a, size_t v, size_t *node_id) {
     if (!nm) return MP__NOMEM();
     if ((s = mp__builder_copy_node(a->b, a->g, v, nm, a->ins, nd->n_inputs, a->outs, nd->n_outputs, node_id)))
         return s;
+    /* a recomputation needs the node's workspace again, at its own step */
+    if (nd->scratch != MP_GRAPH_NONE) {
+        const mp_graph_tensor_t *w = mp_graph_tensor(a->g, nd->scratch);
+        if (!(nm = copy_name(a, w->name))) return MP__NOMEM();
+        if ((s = mp__builder_scratch(a->b, *node_id, nm, w->bytes))) return s;
+    }
     for (size_t k = 0; k < nd->n_outputs; k++) a->latest[nd->outputs[k]] = a->outs[k];
     return MP_OK;
 }
@@ -96,7 +102,7 @@ static mp_status setup(applier *a, const mp_remat_t *r, const mp_remat_plan_t *p
         if (nd->n_outputs > max_io) max_io = nd->n_outputs;
     }
     for (size_t i = 0; i < p->n_actions; i++)
-        if (p->action[i].kind == MP_REMAT_RECOMPUTE) copies += mp_graph_node(a->g, p->action[i].node)->n_outputs;
+        if (p->action[i].kind == MP_REMAT_RECOMPUTE) copies += mp_graph_node(a->g, p->action[i].node)->n_outputs + 1;
     a->cap = nt + copies;
     a->latest = malloc((a->cap + 1) * sizeof *a->latest);
     a->ins = malloc(max_io * sizeof *a->ins);
