@@ -238,4 +238,15 @@ static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {
     return x <= cap && y <= cap - x;
 }
 
+/* ---- stronger lower bounds (bound.c) ------------------------------------------ */
+
+/* Raises *lo, a proven lower bound of the normalized problem b (at least
+ * its max-load bound), by exact decisions on time windows of 3, 5, 9, ...
+ * sections across the whole time axis, the last being the whole problem;
+ * windows wider than max_width sections are skipped (0: none).  Stops at
+ * lim's limits; *lo stays proven whatever stops it.  Nothing above
+ * MP__X_MAX_N buffers.  MP_ENOMEM only. */
+mp_status mp__xbound_raise(const mp_buffer_t *b, size_t n, size_t max_width, mp__xlimit *lim,
+                           uint64_t *lo);
+
 #endif /* MP_EXACT_INTERNAL_H */
