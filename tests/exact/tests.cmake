@@ -35,3 +35,10 @@ add_executable(test_peak ${CMAKE_CURRENT_LIST_DIR}/test_peak.c)
 target_link_libraries(test_peak PRIVATE mp_testlib)
 add_test(NAME test_peak COMMAND test_peak ${CMAKE_SOURCE_DIR}/../shared/dsa-bench)
 set_tests_properties(test_peak PROPERTIES TIMEOUT 300)
+
+# Lower bounds from windows (src/exact/bound.c) against brute force, and a
+# crafted problem where they beat the max-load bound (tests/exact/test_bound.c).
+add_executable(test_bound ${CMAKE_CURRENT_LIST_DIR}/test_bound.c)
+target_link_libraries(test_bound PRIVATE mp_testlib)
+add_test(NAME test_bound COMMAND test_bound)
+set_tests_properties(test_bound PROPERTIES TIMEOUT 300)
