@@ -238,6 +238,11 @@ static inline bool mp__xfits(uint64_t x, uint64_t y, uint64_t cap) {
     return x <= cap && y <= cap - x;
 }
 
+/* order[0..n): greedy-by-size, larger buffers first, ties to the longer
+ * lifetime, then the index (the order of mp__xlns_rebuild's rule 0).
+ * MP_ENOMEM only. */
+mp_status mp__xsize_order(const mp_buffer_t *b, size_t n, size_t *order);
+
 /* ---- stronger lower bounds (bound.c) ------------------------------------------ */
 
 /* Raises *lo, a proven lower bound of the normalized problem b (at least

@@ -13,6 +13,10 @@
  * each group, from a short list; ties always fall to the buffer's index,
  * so an order is the same on every machine.
  *
+ * Plain "auto" (src/offsets/auto.c) runs these orders, after greedy by
+ * size (mp__xsize_order, here too), when none of its strategies meets the
+ * bound; anytime "auto" (anytime.c) runs them first.
+ *
  * Cost: O(n log n) for the events and the sorts; O(n) memory. */
 #include "exact.h"
 
@@ -63,6 +67,17 @@ mp_status mp__xpeak_order(const mp_buffer_t *b, size_t n, unsigned variant, size
         if (!(b[i].first <= t && b[i].last >= t)) keys[nr++] = key_of(b, i, v[1], t);
     if (s == MP_OK) s = mp__sort_keys(keys, nr);
     for (size_t j = 0; s == MP_OK && j < nr; j++) order[k++] = keys[j].i;
+    free(keys);
+    return s;
+}
+
+mp_status mp__xsize_order(const mp_buffer_t *b, size_t n, size_t *order) {
+    mp__key *keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!keys) return MP__NOMEM();
+    for (size_t i = 0; i < n; i++) /* larger first, then longer-lived */
+        keys[i] = (mp__key){UINT64_MAX - b[i].size, UINT64_MAX - (b[i].last - b[i].first), i};
+    mp_status s = mp__sort_keys(keys, n);
+    for (size_t k = 0; s == MP_OK && k < n; k++) order[k] = keys[k].i;
     free(keys);
     return s;
 }

@@ -3,7 +3,9 @@
  * <= naive, "auto" is no worse than any strategy it runs, and planning is
  * deterministic.  Plus edge cases every strategy must survive. */
 #include "core/internal.h"
+#include "exact/exact.h"
 #include "gen.h"
+#include "offsets/gapfit.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -83,11 +85,34 @@ static void test_edges(void) {
     plan_all(al, 4, true);
 }
 
+/* Sequential first fits after auto's strategies (src/offsets/auto.c): in
+ * its documented order, each replacing want when strictly smaller, until
+ * one meets the bound.  -1: greedy by size, v >= 0: peak-first variant v. */
+static void sequential_fits(const mp_buffer_t *raw, size_t n, uint64_t bound, mp_plan_t *want) {
+    static const int fits[] = {-1, 0, 1, 10, 9, 6, 3, 8, 2, 4, 5, 7, 11};
+    mp_buffer_t *b;
+    if (!MP_CHECK_OK(mp__normalize(raw, n, &b))) return;
+    size_t *order = malloc(n * sizeof *order);
+    uint64_t *off = malloc(n * sizeof *off);
+    for (size_t k = 0; order && off && k < sizeof fits / sizeof *fits && want->footprint > bound; k++) {
+        if (fits[k] < 0) MP_CHECK_OK(mp__xsize_order(b, n, order));
+        else MP_CHECK_OK(mp__xpeak_order(b, n, (unsigned)fits[k], order));
+        MP_CHECK_OK(mp__gapfit_run(b, n, order, MP__GAP_SMARTPOOL_FIRST, off));
+        uint64_t fp = mp__footprint(b, n, off);
+        if (fp < want->footprint) {
+            memcpy(want->offset, off, n * sizeof *off);
+            want->footprint = fp;
+            want->strategy = fits[k] < 0 ? "size-firstfit" : "peak-firstfit";
+        }
+    }
+    free(order), free(off), free(b);
+}
+
 /* auto on instances big enough for its two threads: its plan must be,
  * byte for byte, the one a sequential run without the watch picks -- the
  * first candidate in auto's order of the smallest footprint, stopping at
- * the first that meets the bound -- whether candidates were stopped or made
- * to wait (src/offsets/auto.c) or not.  Shapes where one candidate meets
+ * the first that meets the bound, then the first fits -- whether
+ * candidates were stopped or made to wait (src/offsets/auto.c) or not.  Shapes where one candidate meets
  * the bound (DNN: strip-bestfit, after greedy-size passed it and waited)
  * and where none does. */
 static void auto_vs_sequential(mp_gen_shape shape, size_t n, uint64_t seed) {
@@ -105,6 +130,7 @@ static void auto_vs_sequential(mp_gen_shape shape, size_t n, uint64_t seed) {
         if (!want.n || p.footprint < want.footprint) mp_plan_free(&want), want = p;
         else mp_plan_free(&p);
     }
+    sequential_fits(b, n, bd.offsets, &want);
     for (int rep = 0; rep < 2; rep++) {
         mp_plan_t p;
         mp_auto_report_t r;
