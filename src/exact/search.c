@@ -31,6 +31,16 @@
  *    buffers on either side are independent problems, solved one after the
  *    other without backtracking between them.
  *  - the memo table (memo.c) cuts states already proven to fail.
+ * Two cheap tests skip candidates whose child would fail its first bound
+ * (on the hard set most children did, each costing a whole node).  Every
+ * later placement lies at or above the last one, so after placing c at f
+ * the rem[t] bytes of each section t lie in [f, C):
+ *  (A) a candidate with f > C - max rem[t] fails (and so do all later ones,
+ *      which are not lower);
+ *  (B) a section t outside c's lifetime with C - rem[t] == f must be tiled
+ *      exactly from f, so some unplaced buffer of t must be placed at f
+ *      after c: its floor is f now (later placements only raise floors
+ *      above f) and its rank is above c's.  If none is, c fails.
  * Candidates are tried in (floor, rank) order, selected lazily, with two
  * dominance rules.  Let k be a candidate whose subtree failed.  (1) If no
  * unplaced buffer conflicting with k can lie below k's top (their lower
@@ -82,6 +92,13 @@ struct mp__xsearch {
     mp__xmemo memo;
     uint64_t stop_at;       /* node count where this run's budget ends */
     mp__xlimit *lim;
+    uint64_t maxrem;        /* of the node just bounded: max rem[t] in its run */
+    /* rule (B) for one floor f: the sections t with C - rem[t] == f, and
+     * per section (stamped) the highest rank of an unplaced buffer of floor
+     * f live there (-1: none).  Children overwrite it. */
+    uint32_t *tight, *tstamp, stamp;
+    int64_t *trank;
+    size_t ntight;
 };
 
 static uint64_t mix(uint64_t x) {
@@ -107,6 +124,7 @@ void mp__xsearch_free(mp__xsearch *s) {
     free(s->cls), free(s->cls_last), free(s->load), free(s->z1), free(s->z2), free(s->weight);
     free(s->rank), free(s->twin), free(s->placed), free(s->off), free(s->floor), free(s->lb);
     free(s->maxtop), free(s->rem), free(s->minlb), free(s->min2), free(s->sz1), free(s->trail), free(s->cand);
+    free(s->tight), free(s->tstamp), free(s->trank);
     mp__xmemo_free(&s->memo);
     free(s);
 }
@@ -158,9 +176,12 @@ mp_status mp__xsearch_new(const mp__xpart *p, mp__xsearch **out) {
     s->sz1 = malloc(ns1 * sizeof *s->sz1);
     s->trail = malloc(trail_cap * sizeof *s->trail);
     s->cand = malloc(cand_cap * sizeof *s->cand);
+    s->tight = malloc(ns1 * sizeof *s->tight);
+    s->tstamp = calloc(ns1, sizeof *s->tstamp);
+    s->trank = malloc(ns1 * sizeof *s->trank);
     mp_status st = s->weight && s->cls && s->cls_last && s->load && s->z1 && s->z2 && s->rank && s->twin &&
                    s->placed && s->off && s->floor && s->lb && s->maxtop && s->rem && s->minlb && s->min2 && s->sz1 &&
-                   s->trail && s->cand ? MP_OK : MP__NOMEM();
+                   s->trail && s->cand && s->tight && s->tstamp && s->trank ? MP_OK : MP__NOMEM();
     if (st == MP_OK) st = mp__xmemo_init(&s->memo, n);
     if (st == MP_OK) st = classes(p, s->cls);
     if (st != MP_OK) {
@@ -242,8 +263,9 @@ static uint64_t stranded_lb(const mp__xsearch *s, uint32_t j, uint64_t olast, ui
 static bool count_node(mp__xsearch *s) {
     mp__xlimit *l = s->lim;
     l->nodes++;
-    if (l->nodes >= s->stop_at) return false;
+    /* the call's limit first: a budget ending on it must still stop the call */
     if (l->node_limit && l->nodes >= l->node_limit) return l->hit = true, false;
+    if (l->nodes >= s->stop_at) return false;
     if ((l->nodes & 1023) == 0 &&
         ((l->deadline > 0 && mp__xnow() >= l->deadline) ||
          (l->stop && atomic_load_explicit(l->stop, memory_order_relaxed))))
@@ -275,6 +297,9 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
             }
         if (elig && (s->twin[j] == MP__XNONE || s->placed[s->twin[j]])) s->cand[s->cand_len++] = j;
     }
+    uint64_t mr = 0;
+    for (size_t t = lo; t <= hi; t++) mr = mp__max64(mr, s->rem[t]);
+    s->maxrem = mr;
     for (size_t t = lo; t <= hi; t++)
         if (s->rem[t] && (!mp__xfits(s->minlb[t], s->rem[t], cap) ||
                           (s->min2[t] != UINT64_MAX && s->min2[t] > s->minlb[t] + s->sz1[t] &&
@@ -314,6 +339,40 @@ static bool dominant(const mp__xsearch *s, uint32_t k, uint64_t olast, uint32_t 
             return false;
     }
     return true;
+}
+
+/* Rule (B) for candidates of floor f in the run lo..hi: the sections that
+ * must be tiled from exactly f, and the highest rank of a buffer that can
+ * start there at f.  O(sections + n + lifetimes of the buffers of floor f). */
+static void tight_build(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t f) {
+    const mp__xpart *p = s->p;
+    if (++s->stamp == 0) {
+        memset(s->tstamp, 0, (s->ns ? s->ns : 1) * sizeof *s->tstamp);
+        s->stamp = 1;
+    }
+    s->ntight = 0;
+    for (uint32_t t = lo; t <= hi; t++)
+        if (s->rem[t] && s->cap - s->rem[t] == f)
+            s->tight[s->ntight++] = t, s->tstamp[t] = s->stamp, s->trank[t] = -1;
+    if (!s->ntight) return;
+    for (size_t j = 0; j < s->n; j++) {
+        if (s->placed[j] || s->floor[j] != f || p->sf[j] < lo || p->sf[j] > hi) continue;
+        for (uint32_t t = p->sf[j]; t <= p->sl[j]; t++)
+            if (s->tstamp[t] == s->stamp && s->trank[t] < (int64_t)s->rank[j])
+                s->trank[t] = s->rank[j];
+    }
+}
+
+/* Rule (B): true when placing candidate c (at floor f, the one of
+ * tight_build) leaves a section that must be tiled from f without a
+ * buffer to start it. */
+static bool tight_fails(const mp__xsearch *s, uint32_t c) {
+    const mp__xpart *p = s->p;
+    for (size_t q = 0; q < s->ntight; q++) {
+        uint32_t t = s->tight[q];
+        if (s->trank[t] <= (int64_t)s->rank[c] && (t < p->sf[c] || t > p->sl[c])) return true;
+    }
+    return false;
 }
 
 /* Unplaced buffers starting in sections lo..hi. */
@@ -365,11 +424,18 @@ static mp__xanswer dfs(mp__xsearch *s, uint32_t lo, uint32_t hi, size_t cnt, uin
     }
     size_t end = s->cand_len;
     uint64_t cut = UINT64_MAX; /* least top of a failed candidate: rule (2) */
+    uint64_t maxrem = s->maxrem, tight_f = UINT64_MAX; /* floor of the rule (B) data */
     for (size_t q = base; q < end; q++) {
         select_next(s, q, end);
         uint32_t c = s->cand[q];
-        if (s->floor[c] >= cut) break;
+        if (s->floor[c] >= cut || s->floor[c] > s->cap - maxrem) break; /* rule (A) */
         bool last = dominant(s, c, olast, rlast); /* rule (1) */
+        if (s->floor[c] != tight_f) tight_build(s, lo, hi, tight_f = s->floor[c]);
+        if (s->ntight && tight_fails(s, c)) { /* rule (B): c fails, as if tried */
+            if (last) break;
+            cut = mp__min64(cut, s->floor[c] + s->p->size[c]);
+            continue;
+        }
         size_t mark = s->trail_len;
         mp__xanswer a = place(s, c) ? dfs(s, lo, hi, cnt - 1, s->off[c], s->rank[c] + 1)
                                     : MP__X_NO;
@@ -378,6 +444,7 @@ static mp__xanswer dfs(mp__xsearch *s, uint32_t lo, uint32_t hi, size_t cnt, uin
             return a;
         }
         undo(s, mark);
+        tight_f = UINT64_MAX; /* the child's nodes used the rule (B) data */
         if (a == MP__X_UNKNOWN) {
             s->cand_len = base;
             return a;

@@ -262,6 +262,28 @@ static size_t puzzle(mp_buffer_t *b, uint64_t seed, int depth) {
     return n;
 }
 
+/* Tiny perfect packings (a 6 x 8 rectangle cut into at most 8 buffers),
+ * then as often one buffer dropped, grown by a unit or lived one time
+ * longer: sections with no slack or nearly none, where rules (A) and (B)
+ * of search.c skip children.  Brute force decides the optimum. */
+static void test_tiny_packings(void) {
+    uint64_t st = 4242;
+    mp_buffer_t b[8];
+    for (long iter = 0; iter < 1500; iter++) {
+        size_t n = 0;
+        puzzle_cut(b, &n, &st, 0, 6, 0, 8, 3);
+        size_t v = mp_gen_next(&st) % n;
+        switch (mp_gen_next(&st) % 4) {
+        case 1: if (n > 1) b[v] = b[--n]; break;
+        case 2: b[v].size += 1024; break;
+        case 3: b[v].last++; break;
+        default: break;
+        }
+        if (iter % 5 == 0) b[v].align = 2048;
+        check_tiny(b, n, 10000 + iter);
+    }
+}
+
 static void test_limits(void) {
     static mp_buffer_t b[1024];
     const uint64_t opt = 1024 * 1024;
@@ -462,6 +484,7 @@ int main(void) {
     test_edges();
     test_tiny_random();
     test_middle();
+    test_tiny_packings();
     test_limits();
     test_anytime();
     return mp_test_finish("test_exact");
