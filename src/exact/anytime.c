@@ -218,10 +218,10 @@ mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t 
     if (pthread_mutex_init(&sh.mu, NULL) != 0)
         return mp__err(MP_ENOMEM, "anytime auto: no mutex to be had");
     tell(&sh);
-    if (o->time_limit > 0 && sh.fp > sh.lb && n) { /* a tenth of the time: windows (bound.c) */
-        mp__xlimit lim = {.deadline = mp__xnow() + (sh.deadline - mp__xnow()) / 10};
+    if (o->time_limit > 0 && sh.fp > sh.lb && n) { /* windows of <= 17 sections (bound.c): */
+        mp__xlimit lim = {.deadline = mp__xnow() + (sh.deadline - mp__xnow()) / 10}; /* cheap */
         uint64_t lb = sh.lb;
-        if ((s = mp__xbound_raise(b, n, 0, &lim, &lb)) == MP_OK && lb > sh.lb) sh.lb = lb, tell(&sh);
+        if ((s = mp__xbound_raise(b, n, 17, &lim, &lb)) == MP_OK && lb > sh.lb) sh.lb = lb, tell(&sh);
     }
     if (s == MP_OK && o->time_limit > 0 && sh.fp > sh.lb && n) s = improve(&sh);
     pthread_mutex_destroy(&sh.mu);
