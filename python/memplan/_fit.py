@@ -51,7 +51,8 @@ Candidate = namedtuple("Candidate", "runs inner mirror peak extra_flops extra_se
 Candidate.__doc__ = """One plan: runs (node ids) checkpointed, inner (nested runs per run),
 chen2016 mirror counts, the planned peak, the FLOPs and forward seconds it
 recomputes; kind: "sequential" for checkpoint_sequential's shapes, "nested", else
-"flat"; variant: 0 for the module as written, 1 for its time-chunked LSTMs."""
+"flat"; variant: 0 for the module as written, k > 0 for its LSTMs in time chunks
+(the k-th chunking tried, CHUNKINGS)."""
 FitResult = namedtuple("FitResult", "budget measured_peak plain_peak planned_peak extra_flops "
                                     "forward_flops checkpointed runs candidates attempts "
                                     "capture_seconds planning_seconds measuring_seconds "
@@ -73,6 +74,9 @@ plan is one checkpoint_sequential would make, "nested", else "flat"."""
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
 SEQUENTIAL_K = 24          # checkpoint_sequential shapes up to this many segments
 MODULE_DEPTHS = (1, 2, 3, 4)
+# exact=False: nn.LSTMs split in at most this many time chunks, one variant
+# each (coarser chunks run faster; finer ones recompute less at a time)
+CHUNKINGS = (2, 4, 8)
 
 
 class Planner:
@@ -349,7 +353,9 @@ def _variant(model, inputs, name, chunks, variant):
     captured with `chunks` (rnn_chunks; {}: as written)."""
     t0 = time.perf_counter()
     gm, graph = capture(model, inputs, name, chunks)
-    hidden, seconds = profile_nodes(model, gm, inputs)
+    ws = {}
+    hidden, seconds = profile_nodes(model, gm, inputs, workspace=ws)
+    add_workspaces(graph, ws)
     paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
     leaves = [n.name for n in gm.graph.nodes if n.op == "call_module"]
     t1 = time.perf_counter()
@@ -360,16 +366,35 @@ def _variant(model, inputs, name, chunks, variant):
     return planner, cands, sum(planner.seconds.values())
 
 
+def add_workspaces(graph, ws):
+    """Writes {fx node name: (forward, backward) bytes} (node_workspaces)
+    into the graph's nodes as attrs.workspace and attrs.backward_workspace,
+    which the C planner counts at the step where the node, its backward
+    node or its recomputation runs (docs/graph-format.md)."""
+    for nd in graph["nodes"]:
+        f, b = ws.get(nd.get("name"), (0, 0))
+        if f or b:
+            attrs = nd.setdefault("attrs", {}) or {}
+            nd["attrs"] = attrs
+            if f:
+                attrs["workspace"] = int(f)
+            if b:
+                attrs["backward_workspace"] = int(b)
+
+
 def _next_trial(order, fits, ok):
     """The next candidate to measure: the best ranked one that ok() allows,
-    of the model as written while one of its plans may fit (the chunked
-    model only where none does), once one fits of its variant; after a measured fit that is not a
+    of the model as written while one of its plans may fit (the time-chunked
+    variants, the fastest ranked first, only where none does), once one
+    fits of that one's variant; after a measured fit that is not a
     checkpoint_sequential shape, the best such shape if one may fit (so
     that fit is never slower than checkpoint_sequential where a measured
     step can tell)."""
     pool = [c for c in order if ok(c)]
-    variant = fits[0][3].variant if fits else min((c.variant for c in pool), default=0)
-    pool = [c for c in pool if c.variant == variant]
+    if fits:
+        pool = [c for c in pool if c.variant == fits[0][3].variant]
+    else:
+        pool = [c for c in pool if not c.variant] or pool
     if fits and not any(f[3].kind == "sequential" for f in fits):
         pool = [c for c in pool if c.kind == "sequential"] or pool
     return pool[0] if pool else None
@@ -385,10 +410,13 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     where one of its plans fits).  trials: fitting candidates measured;
     attempts: candidates measured in all (4 training steps each, and 4 for
     the model).  BudgetError when nothing measured fits."""
-    chunks = {} if exact else rnn_chunks(model, inputs)
     variants = [_variant(model, inputs, name, {}, 0)]
-    if chunks:
-        variants.append(_variant(model, inputs, name, chunks, 1))
+    seen = [{}]
+    for most in () if exact else CHUNKINGS:
+        chunks = rnn_chunks(model, inputs, most=most)
+        if chunks not in seen:
+            seen.append(chunks)
+            variants.append(_variant(model, inputs, name, chunks, len(variants)))
     # Rank by forward seconds with the recomputation: the chunked model's
     # own forward pass is slower, so it ranks after the model's plans that
     # recompute as much.

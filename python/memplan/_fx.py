@@ -97,9 +97,9 @@ def trace(model, rnn_chunks=None):
                           % (text[0] if text else type(e).__name__)) from None
 
 
-def rnn_chunks(model, inputs, steps=16):
+def rnn_chunks(model, inputs, steps=16, most=8):
     """{module path: [(start, length)...]}: time chunks of about `steps`
-    steps (at most 8 chunks) for every unidirectional, unpacked nn.LSTM of
+    steps (at most `most` chunks) for every unidirectional, unpacked nn.LSTM of
     model, from the sequence length it sees on inputs (one forward pass in
     eval mode, no grad; model left as it was).  Chunking changes no value
     of the forward pass, but the input weights' gradient becomes a sum of
@@ -121,7 +121,7 @@ def rnn_chunks(model, inputs, steps=16):
             h.remove()
     out = {}
     for name, t in seen.items():
-        n = max(1, min(8, t // steps))
+        n = max(1, min(most, t // steps))
         if n > 1:
             cuts = [t * i // n for i in range(n + 1)]
             out[name] = [(a, b - a) for a, b in zip(cuts, cuts[1:])]
@@ -172,7 +172,7 @@ def _storage(t):
     return s.data_ptr(), s.nbytes()
 
 
-def profile_nodes(model, gm, inputs, runs=2):
+def profile_nodes(model, gm, inputs, runs=2, workspace=None):
     """({fx node name: bytes}, {fx node name: seconds}).
 
     Bytes: what autograd saves for the backward pass while a node runs that
@@ -181,7 +181,8 @@ def profile_nodes(model, gm, inputs, runs=2):
     checkpointing the node frees too; measured by saved-tensor hooks.
     Seconds: each node's forward time in train mode with autograd recording
     (what recomputing it costs), the least of `runs` forward passes (the
-    first pays one-time costs).  Model left as it was."""
+    first pays one-time costs).  workspace: a dict to fill with each leaf
+    module call's transient bytes (node_workspaces).  Model left as it was."""
     inputs = as_tuple(inputs)
     visible, saved, times = set(), {}, {}
     with frozen(model):
@@ -203,6 +204,8 @@ def profile_nodes(model, gm, inputs, runs=2):
                 for value in list(runner.env.values()) + [result]:
                     for t in _flat_tensors(value):
                         visible.add(_storage(t)[0])
+                if workspace is not None:
+                    workspace.update(node_workspaces(gm, runner.env))
             else:
                 runner.run(*inputs)
             for k, v in runner.times.items():
@@ -213,6 +216,69 @@ def profile_nodes(model, gm, inputs, runs=2):
         if ptr not in visible and node is not None:
             out[node] = out.get(node, 0) + nbytes
     return out, times
+
+
+def _transient(fn):
+    """Bytes torch's CPU allocator holds during fn() above the larger of
+    what was allocated when it started and when it ended (torch.profiler's
+    memory events: a running sum from the start)."""
+    from torch.profiler import ProfilerActivity, profile
+    from ._measure import peak_and_end       # _measure imports this module
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    peak, end = peak_and_end(prof)
+    return max(0, peak - max(0, end))
+
+
+def _transients(module, args):
+    """(forward, backward) transient bytes of one call of module on args:
+    what torch's CPU kernels allocate and free again within the call (a
+    oneDNN convolution's copies of its input and of its output's gradient,
+    batch norm's backward buffer), each pass measured alone by _transient.
+    Parameters' .grad exist beforehand (as in a training step), so
+    accumulating into them counts as the transient it is."""
+    args = _detached(args)
+    for p in module.parameters():
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p)
+    box = []
+    fwd = _transient(lambda: box.append(module(*args)))
+    outs = [t for t in _flat_tensors(box[0]) if t.requires_grad]
+    grads = [torch.ones_like(t) for t in outs]
+    bwd = _transient(lambda: torch.autograd.backward(outs, grads)) if outs else 0
+    return fwd, bwd
+
+
+def _detached(value):
+    """value with every tensor in it (nested tuples and lists too) detached
+    from its graph, requiring grad as it did."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().requires_grad_(value.requires_grad)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_detached(v) for v in value)
+    return value
+
+
+def node_workspaces(gm, env, kinds=(torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.Linear,
+                                    torch.nn.LSTM)):
+    """{fx node name: (forward, backward) transient bytes} of the calls of
+    leaf modules of these kinds in gm, each rerun alone on the values it
+    read (env: a finished Interpreter's values) and measured by _transients;
+    calls of equal modules on equal shapes are measured once."""
+    out, seen = {}, {}
+    for n in gm.graph.nodes:
+        if n.op != "call_module":
+            continue
+        m = gm.get_submodule(n.target)
+        if not isinstance(m, kinds):
+            continue
+        args = torch.fx.node.map_arg(n.args, lambda a: env[a])
+        key = (repr(m), tuple(tuple(t.shape) for t in _flat_tensors(args)))
+        if key not in seen:
+            seen[key] = _transients(m, args)
+        if any(seen[key]):
+            out[n.name] = seen[key]
+    return out
 
 
 def _flat_tensors(value):

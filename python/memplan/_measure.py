@@ -44,14 +44,20 @@ def _zero_grads(model):
                 p.grad.zero_()
 
 
-def _peak_of(prof):
+def peak_and_end(prof):
+    """(peak, last) of the running sum of a profile's memory events: bytes
+    allocated above the start at the highest point and at the end."""
     events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
     events.sort(key=lambda e: e.start_us())
     live = peak = 0
     for e in events:
         live += e.nbytes()
         peak = max(peak, live)
-    return peak
+    return peak, live
+
+
+def _peak_of(prof):
+    return peak_and_end(prof)[0]
 
 
 def measure_peak(model, inputs, loss_fn=None):

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
-from memplan._fit import Candidate, Planner, _next_trial   # noqa: E402
+from memplan._fit import Candidate, Planner, _next_trial, add_workspaces   # noqa: E402
 from memplan._fx import capture, profile_nodes, rebuild   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
@@ -241,6 +241,41 @@ class TimeChunks(unittest.TestCase):
         self.assertLessEqual(how.measured_peak, budget)
         self.assertFalse(how.chunked)
         same_training(self, model, fitted, (x,))
+
+
+
+class Workspace(unittest.TestCase):
+    """What torch's CPU kernels hold while they run (measured per leaf
+    call by node_workspaces) goes into the graph as attrs.workspace and
+    attrs.backward_workspace, and the C planner counts it."""
+
+    def setUp(self):
+        torch.manual_seed(0)
+        self.model, self.x = ResNetish(blocks=3), torch.randn(8, 3, 32, 32)
+        self.gm, self.graph = capture(self.model, self.x)
+        self.ws = {}
+        profile_nodes(self.model, self.gm, self.x, runs=1, workspace=self.ws)
+
+    def test_batch_norm_backward_holds_a_buffer_of_its_input(self):
+        """Batch norm's backward allocates one buffer of its input's size
+        (torch 1.13's CPU kernel) beside what it returns."""
+        act = 8 * 16 * 32 * 32 * 4
+        bns = [n.name for n in self.gm.graph.nodes if n.op == "call_module" and
+               isinstance(self.gm.get_submodule(n.target), nn.BatchNorm2d)]
+        self.assertEqual(len(bns), 6)
+        for n in bns:
+            self.assertGreaterEqual(self.ws[n][1], act, n)
+
+    def test_planned_peak_tracks_the_measured_one(self):
+        """The plain step planned with the workspaces is closer to its
+        measured peak than without (and higher: the planner adds them)."""
+        plain = mpt.measure_peak(self.model, self.x)
+        bare = Planner(copy.deepcopy(self.graph), "m").evaluate([]).peak
+        graph = copy.deepcopy(self.graph)
+        add_workspaces(graph, self.ws)
+        counted = Planner(graph, "m").evaluate([]).peak
+        self.assertGreater(counted, bare)
+        self.assertLess(abs(plain - counted), abs(plain - bare))
 
 
 if __name__ == "__main__":
