@@ -20,7 +20,9 @@ static void usage(void) {
             "  --cap SEC    stop repeating a cell after SEC seconds of runs (default 10)\n"
             "  --timeout S  kill a cell after S seconds (default 300)\n"
             "       bench_plan --write-dnn N FILE\n"
-            "  writes part 1's instance of N buffers as a records CSV (for bench/plan/ab)\n");
+            "  writes part 1's instance of N buffers as a records CSV (for bench/plan/ab)\n"
+            "       bench_plan --write-shape SHAPE N SEED FILE\n"
+            "  the same for any shape of tests/gen.h (chain, residual, longlived, ...)\n");
 }
 
 /* The repository root, from this file's path as the compiler saw it. */
@@ -72,9 +74,28 @@ static int write_dnn(const char *count, const char *path) {
     return s == MP_OK ? 0 : 1;
 }
 
+/* bench_plan --write-shape SHAPE N SEED FILE: a generated instance of any
+ * shape (tests/gen.h) as records, for bench/plan/ab --gen. */
+static int write_shape(char **a) {
+    for (int k = 0; k < MP_GEN_SHAPES; k++) {
+        if (strcmp(a[0], mp_gen_shape_name[k])) continue;
+        size_t n = strtoull(a[1], NULL, 10);
+        mp_buffer_t *b = malloc((n ? n : 1) * sizeof *b);
+        if (!b || n == 0) return usage(), free(b), 2;
+        mp_gen_problem(b, n, (mp_gen_shape)k, strtoull(a[2], NULL, 10));
+        mp_status s = mp_records_write(a[3], b, n);
+        free(b);
+        if (s != MP_OK) fprintf(stderr, "bench_plan: %s\n", mp_last_error());
+        return s == MP_OK ? 0 : 1;
+    }
+    fprintf(stderr, "bench_plan: unknown shape '%s'\n", a[0]);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     static bench B;
     if (argc == 4 && !strcmp(argv[1], "--write-dnn")) return write_dnn(argv[2], argv[3]);
+    if (argc == 6 && !strcmp(argv[1], "--write-shape")) return write_shape(argv + 2);
     static dsa D;
     if (parse_opts(argc, argv, &B.o) != 0) return 2;
     for (size_t i = 0; i < mp_strategy_count() && B.n_st < MAX_STRATEGIES; i++)

@@ -41,12 +41,13 @@
  * peak-first orders, which start with the buffers live at the time of the
  * largest load and meet the bound on S_1 and pangu where no strategy comes
  * within 0.7% (docs/exact.md).  The same rules: a plan must be strictly
- * smaller to win, we stop after the batch (two at a time above 20000
- * buffers) in which a plan meets the bound, and a fit gives up once its
- * footprint so far reaches the best of the batches before (it cannot
- * win), so the plan is that of a sequential run.  They cost a fraction of
- * the strategies (0.1 s each on S_1's 28 526 buffers) and never run where
- * a strategy meets the bound, as on DNN-shaped inputs. */
+ * smaller to win, two run at a time above 20000 buffers, and a fit gives
+ * up once its footprint so far reaches the best of the batches before (it
+ * cannot win).  We stop at the bound, or after six fits in a row that
+ * found nothing smaller, where a sequential run would, so the plan is that
+ * of a sequential run.  A fit costs about what one strategy does (0.1 s on
+ * S_1's 28 526 buffers); none runs where a strategy meets the bound, as on
+ * DNN-shaped inputs. */
 #include "gapfit.h"
 #include "../exact/exact.h"
 #include "../strategies/strategies.h"
@@ -81,8 +82,7 @@ typedef struct job {
     bool *running, *waiting, *done;
 } job;
 
-/* A candidate of job j, or (j NULL) a first fit that gives up at cap. */
-struct mp__watch { job *j; size_t c; uint64_t cap; };
+struct mp__watch { job *j; size_t c; };
 
 _Thread_local mp__watch *mp__cur_watch;
 
@@ -99,7 +99,6 @@ static bool beaten(const job *j, size_t c, uint64_t partial) {
 bool mp__watch_poll(mp__watch *w, uint64_t partial) {
     job *j = w->j;
     bool stop;
-    if (!j) return partial >= w->cap;
     pthread_mutex_lock(&j->mu);
     for (;;) {
         if ((stop = beaten(j, w->c, partial)) || partial <= j->lb_known) break;
@@ -119,7 +118,7 @@ typedef struct task { job *j; size_t c; } task;
 static void *run_task(void *arg) {
     task *t = arg;
     job *j = t->j;
-    mp__watch w = {j, t->c, 0};
+    mp__watch w = {j, t->c};
     mp__cur_watch = &w;
     mp_status s = mp__run_strategy(j->cand[t->c], j->b, j->n, &j->plan[t->c]);
     mp__cur_watch = NULL;
@@ -199,7 +198,11 @@ static mp_status run_all(job *j) {
  * (docs/strategies.md): 0 (S_1, E, two generated), 1 (pangu), 10
  * (resnet50, two mobilenets, two generated), 9, 6, 3, 8, then the rest. */
 static const signed char fit_order[] = {-1, 0, 1, 10, 9, 6, 3, 8, 2, 4, 5, 7, 11};
-enum { N_FITS = sizeof fit_order / sizeof *fit_order };
+/* We stop after PATIENCE fits in a row that found nothing smaller.  Each
+ * costs about one strategy, and where none helps (random lifetimes) all 13
+ * would triple auto's time; the wins measured came within the first five
+ * fits or right after an earlier win, and the first four always run. */
+enum { N_FITS = sizeof fit_order / sizeof *fit_order, PATIENCE = 6 };
 
 typedef struct fit {
     const mp_buffer_t *b;
@@ -214,35 +217,46 @@ typedef struct fit {
 
 /* First fit in f's order: gapfit.c's placer with SmartPool's first-fit
  * policy (the lowest hole, else on top) is first fit, on the gap index
- * where the trace is dense and the interval tree where it is not. */
+ * where the trace is dense and the interval tree where it is not.  It
+ * gives up as soon as its footprint so far reaches the cap: it cannot win. */
 static void *run_fit(void *arg) {
     fit *f = arg;
-    mp__watch w = {NULL, 0, f->cap};
+    mp__gapfit g;
+    f->fp = UINT64_MAX;
     f->s = f->which < 0 ? mp__xsize_order(f->b, f->n, f->order)
                         : mp__xpeak_order(f->b, f->n, (unsigned)f->which, f->order);
-    mp__cur_watch = &w;
-    if (f->s == MP_OK) f->s = mp__gapfit_run(f->b, f->n, f->order, MP__GAP_SMARTPOOL_FIRST, f->off);
-    mp__cur_watch = NULL;
-    f->fp = UINT64_MAX;
-    if (f->s == MP_OK) f->fp = mp__footprint(f->b, f->n, f->off);
-    else if (f->s == (mp_status)MP__STOPPED) f->s = MP_OK;
+    if (f->s != MP_OK) return NULL;
+    if ((f->s = mp__gapfit_init(&g, f->b, f->n, f->off, MP__GAP_SMARTPOOL_FIRST)) == MP_OK) {
+        size_t i = 0;
+        for (; f->s == MP_OK && i < f->n && g.top < f->cap; i++)
+            f->s = mp__gapfit_place_leaf(&g, g.placed.pos[f->order[i]]);
+        if (f->s == MP_OK && g.top < f->cap) {
+            mp__gapfit_finish(&g);
+            f->fp = g.top;
+        }
+    }
+    mp__gapfit_free(&g);
     return NULL;
 }
 
 /* Runs the first fits after the strategies, in batches of one per thread,
  * on best (a plan above the bound lb), replacing its offsets with each
- * smaller plan; *tried counts the fits run. */
+ * smaller plan, and stops where a sequential run would: at the bound or
+ * after PATIENCE fits in a row without a smaller plan (a batch's fits past
+ * that point are ignored).  *tried counts the fits run. */
 static mp_status run_fits(const mp_buffer_t *b, size_t n, uint64_t lb, mp_plan_t *best,
                           size_t *tried) {
     size_t nt = thread_count(n), m0 = n ? n : 1;
     fit f[MAX_THREADS];
     mp_status s = MP_OK;
+    size_t idle = 0; /* fits in a row without a smaller plan */
     for (size_t k = 0; k < nt; k++) {
         f[k] = (fit){b, n, 0, 0, malloc(m0 * sizeof *f[k].order), malloc(m0 * sizeof *f[k].off),
                      0, MP_OK};
         if (!f[k].order || !f[k].off) s = MP__NOMEM();
     }
-    for (size_t c0 = 0; s == MP_OK && c0 < N_FITS && best->footprint > lb; c0 += nt) {
+    for (size_t c0 = 0; s == MP_OK && c0 < N_FITS && best->footprint > lb && idle < PATIENCE;
+         c0 += nt) {
         pthread_t th[MAX_THREADS];
         bool started[MAX_THREADS] = {false};
         size_t m = N_FITS - c0 < nt ? N_FITS - c0 : nt;
@@ -253,9 +267,10 @@ static mp_status run_fits(const mp_buffer_t *b, size_t n, uint64_t lb, mp_plan_t
             if (started[k]) pthread_join(th[k], NULL);
             else run_fit(&f[k]);
         }
-        for (size_t k = 0; k < m && s == MP_OK; k++) {
+        for (size_t k = 0; k < m && s == MP_OK && best->footprint > lb && idle < PATIENCE; k++) {
             if ((s = f[k].s) != MP_OK) break;
-            if (f[k].fp >= best->footprint) continue; /* ties: the earlier plan */
+            idle = f[k].fp < best->footprint ? 0 : idle + 1;
+            if (idle) continue; /* ties: the earlier plan */
             uint64_t *t = best->offset;
             best->offset = f[k].off, f[k].off = t;
             best->footprint = f[k].fp;

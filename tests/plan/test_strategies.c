@@ -87,19 +87,24 @@ static void test_edges(void) {
 
 /* Sequential first fits after auto's strategies (src/offsets/auto.c): in
  * its documented order, each replacing want when strictly smaller, until
- * one meets the bound.  -1: greedy by size, v >= 0: peak-first variant v. */
+ * one meets the bound or six in a row found nothing smaller.  -1: greedy
+ * by size, v >= 0: peak-first variant v. */
 static void sequential_fits(const mp_buffer_t *raw, size_t n, uint64_t bound, mp_plan_t *want) {
     static const int fits[] = {-1, 0, 1, 10, 9, 6, 3, 8, 2, 4, 5, 7, 11};
     mp_buffer_t *b;
     if (!MP_CHECK_OK(mp__normalize(raw, n, &b))) return;
     size_t *order = malloc(n * sizeof *order);
     uint64_t *off = malloc(n * sizeof *off);
-    for (size_t k = 0; order && off && k < sizeof fits / sizeof *fits && want->footprint > bound; k++) {
+    size_t idle = 0;
+    for (size_t k = 0; order && off && k < sizeof fits / sizeof *fits && want->footprint > bound &&
+                       idle < 6;
+         k++) {
         if (fits[k] < 0) MP_CHECK_OK(mp__xsize_order(b, n, order));
         else MP_CHECK_OK(mp__xpeak_order(b, n, (unsigned)fits[k], order));
         MP_CHECK_OK(mp__gapfit_run(b, n, order, MP__GAP_SMARTPOOL_FIRST, off));
         uint64_t fp = mp__footprint(b, n, off);
-        if (fp < want->footprint) {
+        idle = fp < want->footprint ? 0 : idle + 1;
+        if (!idle) {
             memcpy(want->offset, off, n * sizeof *off);
             want->footprint = fp;
             want->strategy = fits[k] < 0 ? "size-firstfit" : "peak-firstfit";
