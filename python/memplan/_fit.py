@@ -156,7 +156,8 @@ class Planner:
         m = self.mirror(runs, inner)
         if any(not any(m[v] or self.hidden.get(v) for v in r) for r in runs):
             return None                 # a run that drops nothing: no candidate
-        e = self.remat.evaluate(self.remat.plan_mirror(m, "checkpoint"))
+        e = self.remat.evaluate(self._rerun_whole(self.remat.plan_mirror(m, "checkpoint"),
+                                                  runs, inner))
         # torch.utils.checkpoint reruns a whole run, the nodes whose values
         # leave it (kept, m = 0) too, and a nested run once more.
         rerun = [v for r in runs for v in r] + [v for g in inner for r in g for v in r]
@@ -165,6 +166,36 @@ class Planner:
                          sum(self.remat.node_flops(v) for v in rerun),
                          sum(self.seconds[v] for v in rerun), "nested" if inner else kind,
                          self.variant)
+
+    def _rerun_whole(self, plan, runs, inner=()):
+        """plan (chen2016 Alg. 2: each value recomputed just before the first
+        gradient that needs it, a run's outputs kept) as torch's checkpoint
+        runs it: before the first gradient of a run, the whole run again,
+        its last nodes too, whose fresh outputs (and workspaces) the run's
+        own gradients then read while the kept ones serve the nodes after
+        it; and before the first gradient of a nested run, that run once
+        more (the outer rerun passed through it without keeping its
+        values: the reentrant checkpoint runs it without autograd)."""
+        level = {}
+        for k, r in enumerate(runs):
+            for v in r:
+                level[v] = [r]
+            for g in (inner[k] if inner else ()):
+                for v in g:
+                    level[v].append(g)
+        acts, started = [], set()
+        for kind, v in plan.actions:
+            if v not in level:
+                acts.append((kind, v))
+                continue
+            if kind != "backward":
+                continue
+            for r in level[v]:
+                if id(r) not in started:
+                    started.add(id(r))
+                    acts += [("recompute", u) for u in sorted(r, key=self.pos.get)]
+            acts.append((kind, v))
+        return lib.RematPlan(plan.policy, plan.n_forward, acts)
 
     def _hidden(self, runs, inner):
         """What autograd saves inside opaque nodes (profile_nodes): kept from
@@ -479,9 +510,20 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             excess[pick.variant] = max(excess[pick.variant], peak - pick.peak)
     if not fits:
         raise _budget_error(budget, name, order, min(excess), least)
-    secs, _, peak, pick, module = min(fits, key=lambda f: f[:2])
+    secs, _, peak, pick, module = _least_memory_of_fastest(fits)
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
+
+
+TIE = 0.05     # step times within 5% of each other: a tie on this machine
+
+
+def _least_memory_of_fastest(fits):
+    """Of the measured fits (seconds, rank, peak, candidate, module): the
+    least measured peak among those whose step time ties with the fastest
+    one's (within TIE), the better ranked on equal peaks."""
+    fastest = min(f[0] for f in fits)
+    return min((f for f in fits if f[0] <= fastest * (1 + TIE)), key=lambda f: (f[2], f[1]))
 
 
 class _Done:

@@ -22,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
-from memplan._fit import Candidate, Planner, _next_trial, add_workspaces   # noqa: E402
+from memplan._fit import (Candidate, Planner, _least_memory_of_fastest, _next_trial,  # noqa: E402
+                          add_workspaces)
 from memplan._fx import capture, profile_nodes, rebuild   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
@@ -179,6 +180,16 @@ class Trials(unittest.TestCase):
         self.assertIs(_next_trial(order, fits, lambda x: x is not a), c)
         fits.append((1.0, 1, 10, c, None))
         self.assertIs(_next_trial(order, fits, lambda x: x not in (a, c)), b)
+
+    def test_ties_go_to_the_smaller_peak(self):
+        """Of measured fits whose step times tie (within 5%), the one with
+        the least measured peak; a clearly faster one wins whatever its
+        peak."""
+        a, b, c = self.cand(1), self.cand(2), self.cand(3)
+        fits = [(1.00, 0, 90, a, None), (1.03, 1, 60, b, None), (1.20, 2, 10, c, None)]
+        self.assertIs(_least_memory_of_fastest(fits)[3], b)
+        fits[1] = (1.10, 1, 60, b, None)
+        self.assertIs(_least_memory_of_fastest(fits)[3], a)
 
     def test_model_as_written_before_time_chunks(self):
         chunked, whole = self.cand(1, variant=1), self.cand(5)
