@@ -93,11 +93,11 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
                          mp_plan_t *out, mp_exact_report_t *report);
 
 /* A lower bound on every plan's footprint, at least mp_bounds_t.offsets:
- * buffers clipped to windows of time around the fullest moment (widening
- * until the window is the whole problem), each window's capacities refuted
- * by the exact search raise it, within the limits of opts (NULL: the
- * defaults; capacity and no_heuristics are ignored).  Above 3000 buffers it
- * is the max-load bound. */
+ * buffers clipped to windows of time across the whole run (the fullest
+ * first, widening until the window is the whole problem), each window's
+ * capacities refuted by the exact search raise it, within the limits of
+ * opts (NULL: the defaults; capacity and no_heuristics are ignored).  Above
+ * 3000 buffers it is the max-load bound. */
 mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                                uint64_t *lower_bound);
 
