@@ -6,8 +6,8 @@
  *   passes the checker and is never above greedy-by-size first fit (larger
  *   first, ties to the longer lifetime, then input order), nor above first
  *   fit in the peak-first orders it always tries when no strategy meets
- *   the bound (variants 0, 1 and 10 of src/exact/peak.c), all computed
- *   here by a literal first fit.
+ *   the bound (variants 0, 1, 10, 9 and 6 of src/exact/peak.c), all
+ *   computed here by a literal first fit.
  * On idealloc's traces, plain auto meets the max-load bound: tested in
  * tests/exact/test_peak.c, which gets the path of ../shared/dsa-bench. */
 #include "exact/exact.h"
@@ -78,7 +78,7 @@ static void check_instance(const mp_buffer_t *raw, size_t n, const char *what) {
         MP_CHECK(r.optimal == (p.footprint == r.lower_bound));
         size_t *order = malloc((n ? n : 1) * sizeof *order);
         uint64_t *off = malloc((n ? n : 1) * sizeof *off);
-        static const int tried[] = {-1, 0, 1, 10}; /* -1: by size */
+        static const int tried[] = {-1, 0, 1, 10, 9, 6}; /* -1: by size */
         for (size_t k = 0; order && off && k < sizeof tried / sizeof *tried; k++) {
             int v = tried[k];
             if (v < 0) size_order(b, n, order);
