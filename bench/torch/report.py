@@ -103,7 +103,10 @@ def peak_cell(r):
 def _plan_kind(r):
     """', checkpoint_sequential's shape' / ', time chunks' for fit rows that say so."""
     out = ", checkpoint_sequential's shape" if r.get("plan_kind") == "sequential" else ""
-    return out + (", time chunks" if r.get("chunked") else "")
+    chunks = r.get("chunked")
+    if chunks is True:                  # runs before the number was kept
+        return out + ", time chunks"
+    return out + (f", {chunks} time chunks" if chunks else "")
 
 
 def row_cells(r, plain):

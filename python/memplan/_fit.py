@@ -67,8 +67,8 @@ of each; candidates evaluated; attempts: candidates measured; seconds spent capt
 measured_seconds and plain_seconds: the least of the timed steps of the returned module
 and of the model; extra_seconds: the forward seconds the plan recomputes, forward_seconds:
 one forward pass, both as measured at capture; nested: runs checkpointed inside runs;
-steps: training steps fit ran to measure (4 per measured module); chunked: the
-module runs its nn.LSTMs over time chunks (exact=False); kind: "sequential" when the
+steps: training steps fit ran to measure (4 per measured module); chunked: 0, or
+the module runs its nn.LSTMs in up to this many time chunks (exact=False); kind: "sequential" when the
 plan is one checkpoint_sequential would make, "nested", else "flat"."""
 
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
@@ -392,6 +392,7 @@ def _variant(model, inputs, name, chunks, variant):
     t1 = time.perf_counter()
     planner = Planner(graph, name, hidden, seconds, paths, leaves, variant)
     planner.gm = gm
+    planner.chunks = max((len(c) for c in chunks.values()), default=0)
     cands = planner.candidates()
     planner.took = (t1 - t0, time.perf_counter() - t1)      # capture, planning
     return planner, cands, sum(planner.seconds.values())
@@ -542,7 +543,8 @@ class _Done:
                          len(cand.runs), self.planners[cand.variant].names(cand)[0],
                          len(self.cands), attempts, self.took[0], self.took[1], measuring, secs,
                          plain_s, cand.extra_seconds, fwd_s,
-                         sum(len(g) for g in cand.inner), self.steps, bool(cand.variant),
+                         sum(len(g) for g in cand.inner), self.steps,
+                         self.planners[cand.variant].chunks,
                          cand.kind)
 
 
