@@ -134,8 +134,11 @@ typedef struct mp_auto_report_t {
 } mp_auto_report_t;
 
 /* "auto": runs the offset strategies in fixed order and keeps the smallest
- * plan (ties: the first); stops early once a plan meets the lower bound,
- * since nothing can beat it.  report may be NULL. */
+ * plan (ties: the first); when none meets the lower bound, whole-plan first
+ * fits follow (greedy-by-size order, then the peak-first orders), each kept
+ * only when strictly smaller.  Stops early once a plan meets the lower
+ * bound, since nothing can beat it.  The plan is the same on any number of
+ * threads.  report may be NULL. */
 mp_status mp_plan_auto(const mp_buffer_t *b, size_t n, mp_plan_t *out,
                        mp_auto_report_t *report);
 
