@@ -279,7 +279,13 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
                        uint64_t *k1, uint64_t *k2) {
     const mp__xpart *p = s->p;
     uint64_t cap = s->cap;
-    for (size_t t = lo; t <= hi; t++) s->minlb[t] = s->min2[t] = UINT64_MAX;
+    uint64_t mr = 0;
+    for (size_t t = lo; t <= hi; t++) {
+        s->minlb[t] = s->min2[t] = UINT64_MAX;
+        mr = mp__max64(mr, s->rem[t]);
+    }
+    s->maxrem = mr;
+    uint64_t fmax = cap >= mr ? cap - mr : UINT64_MAX; /* cap >= mr: load <= cap */
     for (size_t r = 0; r < s->n; r++) {
         uint32_t j = s->order[r];
         if (s->placed[j] || p->sf[j] < lo || p->sf[j] > hi) continue;
@@ -295,11 +301,11 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
             } else if (l < s->min2[t]) {
                 s->min2[t] = l;
             }
-        if (elig && (s->twin[j] == MP__XNONE || s->placed[s->twin[j]])) s->cand[s->cand_len++] = j;
+        /* a candidate above cap - maxrem is never tried (rule (A) stops
+         * there), so it is not pushed: fewer candidates to select from */
+        if (elig && f <= fmax && (s->twin[j] == MP__XNONE || s->placed[s->twin[j]]))
+            s->cand[s->cand_len++] = j;
     }
-    uint64_t mr = 0;
-    for (size_t t = lo; t <= hi; t++) mr = mp__max64(mr, s->rem[t]);
-    s->maxrem = mr;
     for (size_t t = lo; t <= hi; t++)
         if (s->rem[t] && (!mp__xfits(s->minlb[t], s->rem[t], cap) ||
                           (s->min2[t] != UINT64_MAX && s->min2[t] > s->minlb[t] + s->sz1[t] &&
