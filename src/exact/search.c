@@ -92,7 +92,6 @@ struct mp__xsearch {
     mp__xmemo memo;
     uint64_t stop_at;       /* node count where this run's budget ends */
     mp__xlimit *lim;
-    uint64_t maxrem;        /* of the node just bounded: max rem[t] in its run */
     /* rule (B) for one floor f: the sections t with C - rem[t] == f, and
      * per section (stamped) the highest rank of an unplaced buffer of floor
      * f live there (-1: none).  Children overwrite it. */
@@ -284,7 +283,6 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
         s->minlb[t] = s->min2[t] = UINT64_MAX;
         mr = mp__max64(mr, s->rem[t]);
     }
-    s->maxrem = mr;
     uint64_t fmax = cap >= mr ? cap - mr : UINT64_MAX; /* cap >= mr: load <= cap */
     for (size_t r = 0; r < s->n; r++) {
         uint32_t j = s->order[r];
@@ -301,8 +299,8 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
             } else if (l < s->min2[t]) {
                 s->min2[t] = l;
             }
-        /* a candidate above cap - maxrem is never tried (rule (A) stops
-         * there), so it is not pushed: fewer candidates to select from */
+        /* rule (A): a candidate above cap - max rem fails, and so do all
+         * later ones, so it is not pushed at all */
         if (elig && f <= fmax && (s->twin[j] == MP__XNONE || s->placed[s->twin[j]]))
             s->cand[s->cand_len++] = j;
     }
@@ -430,11 +428,11 @@ static mp__xanswer dfs(mp__xsearch *s, uint32_t lo, uint32_t hi, size_t cnt, uin
     }
     size_t end = s->cand_len;
     uint64_t cut = UINT64_MAX; /* least top of a failed candidate: rule (2) */
-    uint64_t maxrem = s->maxrem, tight_f = UINT64_MAX; /* floor of the rule (B) data */
+    uint64_t tight_f = UINT64_MAX; /* floor of the rule (B) data */
     for (size_t q = base; q < end; q++) {
         select_next(s, q, end);
         uint32_t c = s->cand[q];
-        if (s->floor[c] >= cut || s->floor[c] > s->cap - maxrem) break; /* rule (A) */
+        if (s->floor[c] >= cut) break; /* rule (A) left none above cap - max rem */
         bool last = dominant(s, c, olast, rlast); /* rule (1) */
         if (s->floor[c] != tight_f) tight_build(s, lo, hi, tight_f = s->floor[c]);
         if (s->ntight && tight_fails(s, c)) { /* rule (B): c fails, as if tried */
