@@ -406,8 +406,7 @@ def add_workspaces(graph, ws):
     for nd in graph["nodes"]:
         f, b = ws.get(nd.get("name"), (0, 0))
         if f or b:
-            attrs = nd.setdefault("attrs", {}) or {}
-            nd["attrs"] = attrs
+            attrs = nd["attrs"] = nd.get("attrs") or {}
             if f:
                 attrs["workspace"] = int(f)
             if b:
