@@ -42,7 +42,8 @@ import time
 from collections import namedtuple
 
 from . import lib
-from ._fx import capture, profile_nodes, rebuild, rnn_chunks
+from ._ckpt import rebuild
+from ._fx import capture, profile_nodes, rnn_chunks
 from ._measure import measure_step
 from .recompute import BudgetError
 

@@ -1,6 +1,6 @@
 """torch.fx plumbing for memplan.torch: capturing any nn.Module as a
 memplan-graph/1 forward graph whose node names are the fx node names, and
-rebuilding the module with chosen runs of nodes checkpointed.
+rebuilding it with chosen runs checkpointed (memplan._ckpt).
 
 The graph memplan plans and the module torch runs come from the same fx
 trace, so a plan's node names name the module's own nodes.
@@ -11,8 +11,6 @@ import time
 
 import torch
 import torch.fx
-from torch.fx.passes.split_module import split_module
-from torch.utils.checkpoint import checkpoint
 
 from .capture import ExportError, Recorder
 from .trace import _propagate, py311_unpack_fix
@@ -289,137 +287,3 @@ def _flat_tensors(value):
     if isinstance(value, dict):
         return [t for v in value.values() for t in _flat_tensors(v)]
     return []
-
-
-_REPLAY = [0]     # > 0 while a checkpointed part is being recomputed
-_GRAD = torch.ones((), requires_grad=True)   # see Checkpointed.forward
-
-
-class Checkpointed(torch.nn.Module):
-    """A run of nodes whose activations are dropped in the forward pass and
-    recomputed in the backward pass.
-
-    The outer level uses torch's non-reentrant checkpoint.  A part nested
-    inside a checkpointed part (chen2016's recursion: its values are dropped
-    again while the outer part is recomputed) uses the reentrant one: torch
-    1.13's non-reentrant checkpoint keeps its inputs in a closure, so a
-    nested one would hold them for the whole step; the reentrant one saves
-    them with save_for_backward, through the outer level's saved-tensor
-    hooks, and runs its function without autograd.  It passes _GRAD, a
-    tensor that requires grad, so that its parameters get gradients when no
-    input requires one.
-
-    Recomputations run the nodes again in train mode, which would move
-    batch-norm running statistics more than once per step; every run but
-    the step's own first one puts them back, so the model trains exactly
-    like the unmodified one."""
-
-    def __init__(self, inner, nested=False):
-        super().__init__()
-        self.inner = inner
-        self.nested = nested
-        self._first = False
-
-    def forward(self, *args):
-        self._first = _REPLAY[0] == 0
-        if self.nested:
-            return checkpoint(self._run_nested, _GRAD, *args, use_reentrant=True)
-        return checkpoint(self._run, *args, use_reentrant=False)
-
-    def _run_nested(self, _grad, *args):
-        return self._run(*args)
-
-    def _run(self, *args):
-        if self._first:
-            self._first = False
-            return self.inner(*args)
-        saved = [(b, b.detach().clone()) for b in self.inner.buffers()]
-        _REPLAY[0] += 1
-        try:
-            return self.inner(*args)
-        finally:
-            _REPLAY[0] -= 1
-            # through .data: no version bump, or the autograd graph just
-            # recomputed (which saved the statistics) would refuse to run
-            for b, v in saved:
-                b.data.copy_(v)
-
-
-def _absorb(gm, segment_of):
-    """Nodes the planner's graph does not have (getattr on a tensor, the
-    test of a torch._assert) that fx placed between two nodes of one run
-    join that run, so that each run is one contiguous part."""
-    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
-    span = {}
-    for i, n in enumerate(nodes):
-        if n.name in segment_of:
-            lo, hi = span.get(segment_of[n.name], (i, i))
-            span[segment_of[n.name]] = (min(lo, i), max(hi, i))
-    out = dict(segment_of)
-    for k, (lo, hi) in span.items():
-        for n in nodes[lo:hi + 1]:
-            out.setdefault(n.name, k)
-    return out
-
-
-def _merge_silent_parts(gm, part, ckpt):
-    """A plain part nothing outside reads (a torch._assert and the test it
-    checks, as ViT's encoder blocks start with) joins the part before it
-    (the first part: the one after it): split_module cannot build a part
-    with no outputs."""
-    nodes = {}
-    for n in gm.graph.nodes:
-        if n.name in part:
-            nodes.setdefault(part[n.name], []).append(n)
-    order = sorted(nodes)
-    for i, p in enumerate(order):
-        if p in ckpt or len(order) < 2:
-            continue
-        if not any(u.op == "output" or part.get(u.name) != p for n in nodes[p] for u in n.users):
-            into = order[i - 1] if i else order[1]      # the first part joins the next
-            for n in nodes[p]:
-                part[n.name] = into
-            nodes[into] = nodes[into] + nodes[p]
-
-
-def rebuild(model, gm, segment_of, nested=None):
-    """model's GraphModule split into consecutive parts, the parts named in
-    segment_of (fx node name -> segment number) wrapped in Checkpointed.
-    nested: {segment number: {fx node name: inner segment number}}: runs
-    inside a segment, checkpointed again inside it (Checkpointed, nested).
-    Parameters and buffers are model's own (shared, not copied)."""
-    split, parts = _split(model, gm, segment_of)
-    for k, part in parts.items():
-        inner = (nested or {}).get(k)
-        if inner:
-            sub = getattr(split, part).inner
-            names = {n.name for n in sub.graph.nodes}
-            inner = {n: j for n, j in inner.items() if n in names}
-            if inner:
-                getattr(split, part).inner = _split(sub, sub, inner, nested=True)[0]
-    split.memplan_checkpointed = len(parts)
-    return split
-
-
-def _split(root, gm, segment_of, nested=False):
-    """(GraphModule of parts, {segment number: part attribute name})."""
-    part, last, parts, ckpt = {}, None, -1, {}
-    segment_of = _absorb(gm, segment_of)
-    for n in gm.graph.nodes:
-        if n.op in ("placeholder", "output"):
-            continue
-        key = ("ckpt", segment_of[n.name]) if n.name in segment_of else ("plain",)
-        if key != last or key == ("plain",) and last != ("plain",):
-            parts += 1
-            last = key
-        part[n.name] = parts
-        if key[0] == "ckpt":
-            ckpt[parts] = key[1]
-    _merge_silent_parts(gm, part, ckpt)
-    split = split_module(gm, root, lambda n: part[n.name])
-    out = {}
-    for k in sorted(ckpt):
-        name = f"submod_{k}"
-        setattr(split, name, Checkpointed(getattr(split, name), nested))
-        out[ckpt[k]] = name
-    return split, out

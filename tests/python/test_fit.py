@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import memplan.torch as mpt                     # noqa: E402
 from memplan._fit import (Candidate, Planner, _least_memory_of_fastest, _next_trial,  # noqa: E402
                           add_workspaces)
-from memplan._fx import capture, profile_nodes, rebuild   # noqa: E402
+from memplan._ckpt import rebuild   # noqa: E402
+from memplan._fx import capture, profile_nodes   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
 torch.set_num_threads(2)
