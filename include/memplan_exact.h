@@ -41,7 +41,7 @@ typedef struct mp_exact_opts_t {
     double time_limit;   /* seconds of wall time for the whole call; <= 0: none */
     uint64_t node_limit; /* search nodes for the whole call; 0: none */
     uint64_t nodes_per_buffer; /* a node limit of this many per buffer, kept
-                            between 10^4 and 10^6; 0: none.  With both node
+                            between 10^4 and 2*10^6; 0: none.  With both node
                             limits, the smaller applies. */
     uint64_t capacity;   /* 0: minimise the footprint; otherwise only decide
                             whether the buffers fit in capacity bytes */
@@ -52,9 +52,10 @@ typedef struct mp_exact_opts_t {
 /* Fills the defaults of the strategy "exact": capacity 0 (minimise),
  * heuristics on, time_limit from the environment variable
  * MEMPLAN_EXACT_TIME (seconds, default 5), and a node limit: the number in
- * MEMPLAN_EXACT_NODES when it is set (0: none), else 2000 nodes per buffer
- * (nodes_per_buffer).  Node limits make the result the same on every
- * machine, as long as the time limit is not reached first. */
+ * MEMPLAN_EXACT_NODES when it is set (0: none), else 5000 nodes per buffer
+ * (nodes_per_buffer).  With a node limit the search's course depends on
+ * node counts alone (the time limit only stops it), so the result is the
+ * same on every machine as long as the time limit is not reached first. */
 void mp_exact_opts_default(mp_exact_opts_t *o);
 
 typedef enum mp_exact_status {
