@@ -131,6 +131,11 @@ typedef struct mp_auto_opts_t {
      * calling thread or a worker; it must not call into the same plan. */
     void (*progress)(void *ctx, const mp_anytime_progress_t *p);
     void *ctx;
+    /* NULL, or n entries: buffer i's offset fixed in advance, MP_NOT_FIXED
+     * where the planner places it (include/memplan_fixed.h).  Fixed buffers
+     * stay where they are in every plan held; the others start from auto's
+     * plan around them (mp_plan_compute_fixed) and only they move. */
+    const uint64_t *fixed;
 } mp_auto_opts_t;
 
 /* Plans n buffers as "auto" does and, with a time limit, goes on improving
@@ -140,7 +145,11 @@ typedef struct mp_auto_opts_t {
  * NULL): status MP_EXACT_OPTIMAL or MP_EXACT_GAP, footprint, lower_bound,
  * start (auto's footprint) and start_strategy, nodes of the exact search,
  * seconds, hit_limit (the time ran out before a proof).  opts NULL: no time
- * limit.  The problem is validated first; on failure *out is zeroed. */
+ * limit.  With opts->fixed the plan keeps every fixed buffer at its offset
+ * (mp_plan_check_fixed passes), is never larger than
+ * mp_plan_compute_fixed(..., "auto", ...)'s, and lower_bound is at least
+ * the largest end of a fixed buffer.  The problem (and the fixed offsets,
+ * as mp_fixed_validate) is validated first; on failure *out is zeroed. */
 mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t *opts,
                             mp_plan_t *out, mp_exact_report_t *report);
 

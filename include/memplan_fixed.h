@@ -113,12 +113,14 @@ typedef struct mp_pool_opts_t {
     const size_t *fixed_pool; /* NULL: every fixed buffer in pool 0; else n
                                  entries, the pool of each fixed buffer (read
                                  only where fixed) */
-    double time_limit;        /* "auto" only, nothing fixed: seconds for the
-                                 whole call; <= 0: none (mp_plan_pools) */
+    double time_limit;        /* "auto" only: seconds for the whole call;
+                                 <= 0: none (mp_plan_pools).  Fixed buffers
+                                 stay in place (mp_auto_opts_t.fixed) */
     unsigned threads;         /* as mp_auto_opts_t.threads */
     /* With a time limit, called (NULL: never) as mp_auto_opts_t.progress
      * is, for pool `pool`; p->offset and p->n are those of the buffers that
-     * pool's search plans (not yet placed, in buffer order). */
+     * pool's search plans: the pool's fixed buffers, then those not yet
+     * placed, each group in buffer order. */
     void (*progress)(void *ctx, size_t pool, const mp_anytime_progress_t *p);
     void *ctx;
 } mp_pool_opts_t;

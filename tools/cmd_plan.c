@@ -29,8 +29,9 @@ static const char help[] =
     "  --time-limit S   auto only: after the heuristics, improve the plan for up to\n"
     "                   S seconds (exact search or local improvement, both cores),\n"
     "                   printing progress to stderr, and report 'optimal' or the\n"
-    "                   proven gap (default: the heuristics alone); with --pools,\n"
-    "                   per pool\n"
+    "                   proven gap (default: the heuristics alone); fixed buffers\n"
+    "                   stay at their offsets and only the others move; with\n"
+    "                   --pools, per pool\n"
     "  --pools SPEC     memory pools filled in order, e.g. fast:256KiB,dram: each\n"
     "                   NAME[:SIZE] (no size: unlimited, last only); the plan\n"
     "                   CSV gains a pool column.  A fixed offset is in a pool:\n"
@@ -193,9 +194,7 @@ static int plan_pools(const opts *o) {
                          .progress = o->time_limit > 0 ? pool_progress : NULL};
     double t0 = cli_now_ms();
     rc = EXIT_INPUT;
-    if (fixed && o->time_limit > 0)
-        fprintf(stderr, "memplan plan: --time-limit cannot take fixed offsets yet\n");
-    else if (mp_bounds_compute(b, n, &bd) != MP_OK ||
+    if (mp_bounds_compute(b, n, &bd) != MP_OK ||
              mp_plan_pools_opts(b, n, pools, k, &po, &p, rep) != MP_OK)
         fprintf(stderr, "memplan: %s\n", mp_last_error());
     else
@@ -241,17 +240,14 @@ static bool run(const mp_buffer_t *b, size_t n, const uint64_t *fixed, result *r
     double t0 = cli_now_ms();
     /* "exact" through its own call (same defaults) for the proof it reports */
     mp_status s;
-    if (fixed && time_limit > 0) {
-        fprintf(stderr, "memplan plan: --time-limit cannot take fixed offsets yet\n");
-        return false;
+    if (time_limit > 0) { /* auto with a time limit (parse allows no other) */
+        mp_auto_opts_t ao = {.time_limit = time_limit, .progress = progress, .fixed = fixed};
+        r->anytime = true;
+        s = mp_plan_auto_opts(b, n, &ao, &r->plan, &r->exact);
     } else if (fixed) {
         s = mp_plan_compute_fixed(b, n, fixed, r->name, &r->plan);
     } else if (!strcmp(r->name, "exact")) {
         s = mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
-    } else if (time_limit > 0) { /* auto with a time limit (parse allows no other) */
-        mp_auto_opts_t ao = {.time_limit = time_limit, .progress = progress};
-        r->anytime = true;
-        s = mp_plan_auto_opts(b, n, &ao, &r->plan, &r->exact);
     } else {
         s = mp_plan_compute(b, n, r->name, &r->plan);
     }

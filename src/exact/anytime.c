@@ -17,7 +17,17 @@
  *     recreate (lns.c) with its own
  *     random sequence, taking over the shared plan when the other worker's
  *     is better; the bound stays the max-load bound.
- * The progress callback sees every improvement, with the plan held. */
+ * The progress callback sees every improvement, with the plan held.
+ *
+ * Fixed buffers (o->fixed, pre-placed by a compiler): the start is auto's
+ * plan around them (src/offsets/fixed.c), and both routes treat them as
+ * obstacles that never move: the exact search lists each at its offset in
+ * its canonical order and lets nothing overlap it (search.c, "Fixed
+ * buffers"), local improvement never lifts them out (lns.c).  So every
+ * plan held keeps them in place.  The bound is the max-load bound raised
+ * to the largest fixed end (no plan can end below a buffer it may not
+ * move) and by the search's refutations; the windows of bound.c are
+ * skipped (they clip buffers to a window and have no obstacles). */
 #include "exact.h"
 #include "../strategies/strategies.h"
 #include "../offsets/pools.h"
@@ -48,6 +58,7 @@ typedef struct shared {
     bool exact;              /* workers run the exact search (else improvement) */
     unsigned nw;             /* workers */
     const char *start_strategy;
+    const uint64_t *fixed;   /* NULL, or the fixed offsets (o->fixed) */
 } shared;
 
 /* Under the lock: the callback with the plan held. */
@@ -95,7 +106,7 @@ static mp_status run_exact(worker *w) {
     memcpy(off, sh->best, sh->n * sizeof *off);
     pthread_mutex_unlock(&sh->mu);
     mp_exact_opts_t eo = {.time_limit = remaining(sh)};
-    mp__xhooks h = {w->k, &sh->stop, exact_publish, sh};
+    mp__xhooks h = {w->k, &sh->stop, exact_publish, sh, sh->fixed};
     mp_exact_report_t rep;
     mp_status s = mp__xminimise(sh->b, sh->n, &eo, off, sh->start_strategy, &h, &rep);
     if (s == MP_OK) {
@@ -147,6 +158,7 @@ static mp_status run_lns(worker *w) {
         return s;
     }
     mp__xlns_limit(l, sh->deadline, &sh->stop);
+    mp__xlns_fix(l, sh->fixed);
     bool firsts = true; /* still in the whole-plan first fits */
     for (uint64_t step = 0, lns = 0; s == MP_OK; step++) {
         if (atomic_load(&sh->stop) || mp__xnow() >= sh->deadline) break;
@@ -213,12 +225,15 @@ mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t 
     if (s != MP_OK) return s;
     shared sh = {.b = b, .n = n, .o = o, .t0 = t0, .best = off, .fp = fp, .lb = load,
                  .source = *source, .start_strategy = *source};
+    for (size_t i = 0; o->fixed && i < n; i++)
+        if (o->fixed[i] != MP_NOT_FIXED) /* a fixed end bounds every plan */
+            sh.fixed = o->fixed, sh.lb = mp__max64(sh.lb, o->fixed[i] + b[i].size);
     sh.deadline = t0 + (o->time_limit > 0 ? o->time_limit : 0);
     atomic_init(&sh.stop, 0);
     if (pthread_mutex_init(&sh.mu, NULL) != 0)
         return mp__err(MP_ENOMEM, "anytime auto: no mutex to be had");
     tell(&sh);
-    if (o->time_limit > 0 && sh.fp > sh.lb && n) { /* windows of <= 17 sections (bound.c): */
+    if (o->time_limit > 0 && sh.fp > sh.lb && n && !sh.fixed) { /* windows of <= 17 sections (bound.c): */
         mp__xlimit lim = {.deadline = mp__xnow() + (sh.deadline - mp__xnow()) / 10}; /* cheap */
         uint64_t lb = sh.lb;
         if ((s = mp__xbound_raise(b, n, 17, &lim, &lb)) == MP_OK && lb > sh.lb) sh.lb = lb, tell(&sh);
@@ -243,17 +258,23 @@ mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t
     const mp_auto_opts_t *o = opts ? opts : &none;
     if (o->time_limit != o->time_limit)
         return mp__err(MP_EINVAL, "mp_plan_auto_opts: time_limit is not a number");
+    size_t nf = 0;
+    for (size_t i = 0; o->fixed && i < n; i++) nf += o->fixed[i] != MP_NOT_FIXED;
     mp_exact_opts_t xo;
     mp_buffer_t *nb;
-    mp_status s = mp__xprepare(b, n, NULL, &xo, &nb);
+    const mp__strategy *st = NULL;
+    mp_status s = nf ? mp_fixed_validate(b, n, o->fixed) : MP_OK;
+    if (s == MP_OK && nf) s = mp__offset_strategy("auto", "place around fixed offsets", &st);
+    if (s == MP_OK) s = mp__xprepare(b, n, NULL, &xo, &nb);
     if (s != MP_OK) return s;
     double t0 = mp__xnow();
     mp_plan_t start = {0};
     mp_auto_report_t ar = {0};
     mp_exact_report_t rep;
     const char *source = NULL;
-    if ((s = mp__auto(nb, n, &start, &ar)) == MP_OK) {
-        source = ar.winner;
+    /* auto's plan, around the fixed buffers when there are any */
+    if ((s = nf ? mp__plan_fixed(nb, n, o->fixed, st, &start) : mp__auto(nb, n, &start, &ar)) == MP_OK) {
+        source = nf ? start.strategy : ar.winner;
         s = mp__anytime_from(nb, n, o, t0, start.offset, &source, &rep);
     }
     free(nb);

@@ -73,6 +73,7 @@ typedef struct run {
     uint64_t *lo, *hi;        /* per part */
     uint64_t *off;            /* the whole plan */
     const mp__xhooks *h;      /* NULL, or anytime "auto"'s hooks */
+    const uint64_t *fixed;    /* NULL, or fixed offsets (h->fixed) */
 } run;
 
 static void run_free(run *r) {
@@ -103,11 +104,18 @@ static mp_status setup_parts(run *r) {
             for (size_t i = 0; i < m; i++) sub[i] = r->b[g[i]];
             s = mp__offsets_bound(sub, m, &r->lo[k]);
             free(sub);
+            for (size_t i = 0; r->fixed && i < m; i++) /* a fixed buffer's end bounds it */
+                if (r->fixed[g[i]] != MP_NOT_FIXED)
+                    r->lo[k] = mp__max64(r->lo[k], r->fixed[g[i]] + r->b[g[i]].size);
             continue;
         }
         if ((s = mp__xpart_build(r->b, g, m, &p)) != MP_OK) break;
+        if ((s = mp__xpart_fix(&p, r->fixed)) != MP_OK) {
+            mp__xpart_free(&p);
+            break;
+        }
         for (size_t i = 0; i < m; i++) start[i] = r->off[g[i]];
-        if ((s = mp__xsolver_init(&r->sv[k], &p, start, p.load)) != MP_OK) {
+        if ((s = mp__xsolver_init(&r->sv[k], &p, start, mp__max64(p.load, p.fix_end))) != MP_OK) {
             mp__xpart_free(&p);
             break;
         }
@@ -222,7 +230,7 @@ static void collect(run *r) {
 static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
                           const char *start_strategy, const mp__xhooks *h, double t0,
                           mp_exact_report_t *rep) {
-    run r = {.b = b, .n = n, .o = o, .off = off, .h = h};
+    run r = {.b = b, .n = n, .o = o, .off = off, .h = h, .fixed = h ? h->fixed : NULL};
     r.lim.node_limit = mp__xnode_limit(o, n);
     r.lim.deadline = o->time_limit > 0 ? t0 + o->time_limit : 0;
     r.lim.stop = h ? h->stop : NULL;
@@ -231,8 +239,10 @@ static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t 
     mp_status s = mp__offsets_bound(b, n, &rep->load_bound);
     if (s != MP_OK) return s;
     rep->start = mp__footprint(b, n, off);
-    uint64_t cap = o->capacity;
-    bool settled = cap ? rep->start <= cap || rep->load_bound > cap : rep->start == rep->load_bound;
+    uint64_t cap = o->capacity, lb0 = rep->load_bound; /* and the fixed ends: */
+    for (size_t i = 0; r.fixed && i < n; i++)
+        if (r.fixed[i] != MP_NOT_FIXED) lb0 = mp__max64(lb0, r.fixed[i] + b[i].size);
+    bool settled = cap ? rep->start <= cap || lb0 > cap : rep->start == lb0;
     if (!settled) s = setup_parts(&r);
     if (!settled && s == MP_OK) s = cap ? decide(&r, cap) : minimise(&r);
     if (s != MP_OK) {
@@ -241,7 +251,7 @@ static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t 
     }
     if (!settled) collect(&r);
     rep->parts = settled ? 0 : r.n_parts;
-    rep->lower_bound = settled ? rep->load_bound : mp__max64(rep->load_bound, max_of(r.lo, r.n_parts));
+    rep->lower_bound = settled ? lb0 : mp__max64(lb0, max_of(r.lo, r.n_parts));
     rep->footprint = mp__footprint(b, n, off);
     for (size_t k = 0; !settled && k < r.n_parts; k++)
         rep->parts_open += cap ? r.hi[k] > cap && r.lo[k] <= cap : r.hi[k] > rep->lower_bound;

@@ -37,14 +37,22 @@ typedef struct mp__xpart {
     size_t *adj_at;        /* n + 1 entries */
     uint32_t *adj;
     uint64_t load;         /* max over sections of live bytes: a lower bound */
-    uint64_t unit;         /* gcd of sizes and alignments > 1: every canonical
-                              offset and footprint is a multiple of it */
+    uint64_t unit;         /* gcd of sizes, alignments > 1 and fixed offsets:
+                              every canonical offset and footprint is a
+                              multiple of it */
+    uint64_t *fix;         /* NULL, or per buffer its fixed offset
+                              (MP_NOT_FIXED: free; mp__xpart_fix) */
+    uint64_t fix_end;      /* max end of a fixed buffer: a lower bound */
 } mp__xpart;
 
 /* Builds the part of the normalized problem b made of the m buffers idx[]
  * (in that local order).  MP_ENOMEM only. */
 mp_status mp__xpart_build(const mp_buffer_t *b, const size_t *idx, size_t m, mp__xpart *p);
 void mp__xpart_free(mp__xpart *p);
+/* Gives the part the fixed offsets of the whole problem (fixed[gid]; NULL
+ * or none of its buffers fixed: nothing changes): p->fix, p->fix_end and
+ * the unit.  MP_ENOMEM only. */
+mp_status mp__xpart_fix(mp__xpart *p, const uint64_t *fixed);
 
 /* Splits the normalized problem into maximal groups of buffers connected by
  * overlapping lifetimes: *idx is the buffers grouped part by part (each
@@ -183,12 +191,17 @@ typedef struct mp__xhooks {
      * proven lower bound rises (off NULL); NULL: not called */
     void (*publish)(void *ctx, const uint64_t *off, uint64_t footprint, uint64_t lower_bound);
     void *ctx;
+    /* NULL, or the problem's fixed offsets (MP_NOT_FIXED: free): the search
+     * keeps those buffers where they are (search.c) */
+    const uint64_t *fixed;
 } mp__xhooks;
 
 /* Minimises the normalized problem b from the valid plan off[0..n) (its
  * footprint start_fp came from start_strategy) within o's limits, as
  * mp_exact_solve does after its heuristics; off receives the best plan and
- * rep the report.  Parts above MP__X_MAX_N buffers are left as they are. */
+ * rep the report.  Parts above MP__X_MAX_N buffers are left as they are.
+ * With h->fixed, off[] has every fixed buffer at its offset and keeps it,
+ * and the lower bound includes the largest fixed end. */
 mp_status mp__xminimise(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
                         const char *start_strategy, const mp__xhooks *h, mp_exact_report_t *rep);
 
@@ -205,6 +218,10 @@ typedef struct mp__xlns mp__xlns;
 mp_status mp__xlns_new(const mp_buffer_t *b, size_t n, const uint64_t *off, uint64_t seed,
                        mp__xlns **out);
 void mp__xlns_free(mp__xlns *l);
+/* Keeps the buffers with fixed[i] != MP_NOT_FIXED (fixed NULL: none; the
+ * plan has them there) where they are in every step and rebuild; fixed
+ * must outlive l. */
+void mp__xlns_fix(mp__xlns *l, const uint64_t *fixed);
 /* Steps end early, keeping the plan they started from, after deadline
  * (mp__xnow() time; 0: none) or once *stop is set (stop may be NULL). */
 void mp__xlns_limit(mp__xlns *l, double deadline, atomic_int *stop);

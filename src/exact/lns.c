@@ -17,6 +17,9 @@
  * the buffers live then: on dense traces (thousands live at once) that is
  * ten times faster, with the same offsets.
  *
+ * Fixed buffers (mp__xlns_fix) are obstacles: never lifted out, placed
+ * first in a whole rebuild, so every plan held keeps them where they are.
+ *
  * Cost of a step: O(n) to find the top and the footprint, plus per moved
  * buffer one interval query, O((k + 1) log n) for its k conflicting
  * buffers, and an O(k log k) sort of their offsets. */
@@ -42,6 +45,7 @@ struct mp__xlns {
     size_t *place;             /* the placing order of the moved buffers */
     double deadline;           /* mp__xnow() time that abandons a step; 0: none */
     atomic_int *stop;          /* NULL, or a flag that abandons a step */
+    const uint64_t *fixed;     /* NULL, or fixed offsets: these never move */
 };
 
 static uint64_t rnd(mp__xlns *l) {
@@ -104,6 +108,12 @@ void mp__xlns_limit(mp__xlns *l, double deadline, atomic_int *stop) {
 static bool out_of_time(const mp__xlns *l) {
     return (l->deadline > 0 && mp__xnow() >= l->deadline) ||
            (l->stop && atomic_load_explicit(l->stop, memory_order_relaxed));
+}
+
+void mp__xlns_fix(mp__xlns *l, const uint64_t *fixed) { l->fixed = fixed; }
+
+static bool is_fixed(const mp__xlns *l, size_t i) {
+    return l->fixed && l->fixed[i] != MP_NOT_FIXED;
 }
 
 uint64_t mp__xlns_footprint(const mp__xlns *l) { return l->fp; }
@@ -207,8 +217,13 @@ static mp_status fit_all(mp__xlns *l, const size_t *order, bool *late) {
     free(first);
     if (s != MP_OK) return s;
     *late = false;
+    for (size_t i = 0; s == MP_OK && l->fixed && i < n; i++) /* the obstacles first */
+        if (is_fixed(l, i))
+            s = mp__gapindex_add(&x, l->b[i].first, l->b[i].last, l->saved[i] = l->fixed[i],
+                                 l->fixed[i] + l->b[i].size);
     for (size_t k = 0; s == MP_OK && k < n; k++) {
         if (k % 256 == 255 && (*late = out_of_time(l))) break;
+        if (is_fixed(l, order[k])) continue;
         const mp_buffer_t *bi = &l->b[order[k]];
         mp__gapbuf g = {bi->first, bi->last, bi->size, bi->align ? bi->align : 1};
         uint64_t top = 0, at;
@@ -272,10 +287,11 @@ mp_status mp__xlns_step(mp__xlns *l, bool *improved) {
     l->q_len = 0;
     mp_status s = mp__itree_query(&l->tree, f, la, &l->q, &l->q_len, &l->q_cap);
     if (s != MP_OK) return s;
-    /* the m highest tops */
-    size_t m = (size_t)4 << (rnd(l) % 6), got = l->q_len;
-    for (size_t k = 0; k < got; k++)
-        l->keys[k] = (mp__key){UINT64_MAX - end_of(l, l->q[k]), 0, l->q[k]};
+    /* the m highest tops (of the free buffers) */
+    size_t m = (size_t)4 << (rnd(l) % 6), got = 0;
+    for (size_t k = 0; k < l->q_len; k++)
+        if (!is_fixed(l, l->q[k]))
+            l->keys[got++] = (mp__key){UINT64_MAX - end_of(l, l->q[k]), 0, l->q[k]};
     if ((s = mp__sort_keys(l->keys, got)) != MP_OK) return s;
     if (m > got) m = got;
     for (size_t k = 0; k < m; k++) l->moved[k] = l->keys[k].i;

@@ -15,7 +15,7 @@
 void mp__xpart_free(mp__xpart *p) {
     if (!p) return;
     free(p->gid), free(p->size), free(p->align), free(p->sf), free(p->sl);
-    free(p->adj_at), free(p->adj);
+    free(p->adj_at), free(p->adj), free(p->fix);
     memset(p, 0, sizeof *p);
 }
 
@@ -25,6 +25,20 @@ static uint64_t gcd64(uint64_t a, uint64_t b) {
         a = b, b = t;
     }
     return a;
+}
+
+mp_status mp__xpart_fix(mp__xpart *p, const uint64_t *fixed) {
+    size_t k = 0;
+    for (size_t i = 0; fixed && i < p->n; i++) k += fixed[p->gid[i]] != MP_NOT_FIXED;
+    if (k == 0) return MP_OK;
+    if (!(p->fix = malloc(p->n * sizeof *p->fix))) return MP__NOMEM();
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t f = p->fix[i] = fixed[p->gid[i]];
+        if (f == MP_NOT_FIXED) continue;
+        p->fix_end = mp__max64(p->fix_end, f + p->size[i]);
+        if (f) p->unit = gcd64(p->unit, f); /* offsets stay multiples of it */
+    }
+    return MP_OK;
 }
 
 /* Index of t in the sorted distinct points pt[0..np) (t is present). */

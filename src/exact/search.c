@@ -54,6 +54,26 @@
  * Every failure counts against the section where it was found: restarts
  * order buffers of often-failing sections first (part.c).
  *
+ * Fixed buffers (p->fix, anytime "auto" with pre-placed buffers).  A plan
+ * with obstacles has a canonical list too: push every free buffer down (it
+ * rests at 0 or on the top of a free or fixed buffer below it), leave the
+ * fixed ones, and list all by (offset, rank).  A free buffer's offset is
+ * still its floor over the buffers listed before it; a fixed buffer F is
+ * listed at fix[F], which is at or above its floor, and every buffer
+ * conflicting with F listed before it ends at or below fix[F] (they do not
+ * overlap and it lies lower).  So the search keeps floor[F] = fix[F] (it is
+ * where F goes), fails a placement whose top passes fix[F] for a
+ * conflicting unplaced F, and fails a node where F can no longer be listed
+ * ((fix[F], rank) at or below the last placement: stranded).  The rules
+ * above only use that every later placement lies at or above the last one,
+ * that lower bounds are lower bounds and that floors never fall, all of
+ * which still hold.  Two changes: fixed buffers have no twins (swapping a
+ * fixed and a free buffer moves the fixed one), and when a fixed candidate
+ * F has failed the node fails: every completion lists F at (fix[F], rank),
+ * so its next entry is a candidate no later than F, and all of those
+ * failed.  tests/fixed/test_anytime_fixed.c checks the optima against brute
+ * force.
+ *
  * Cost per node: O(n + sum of the lifetimes in sections of the unplaced
  * buffers + sections) for the bounds, plus O(section span + conflicts) per
  * child for placing and undoing it.  Memory: O(n^2) for the candidate
@@ -229,6 +249,10 @@ static bool place(mp__xsearch *s, uint32_t c) {
     for (size_t a = p->adj_at[c]; a < p->adj_at[c + 1]; a++) {
         uint32_t q = p->adj[a];
         if (s->placed[q]) continue;
+        if (p->fix && p->fix[q] != MP_NOT_FIXED) { /* an obstacle: c must end below it */
+            if (top > p->fix[q]) return s->weight[p->sf[q]] += s->learn, false;
+            continue;
+        }
         uint64_t nf = up(top, p->align[q]);
         if (nf > s->floor[q]) {
             save(s, &s->floor[q]);
@@ -289,6 +313,8 @@ static bool bound_node(mp__xsearch *s, uint32_t lo, uint32_t hi, uint64_t olast,
         if (s->placed[j] || p->sf[j] < lo || p->sf[j] > hi) continue;
         uint64_t f = s->floor[j], l = f;
         bool elig = f > olast || (f == olast && r + 1 > rlast);
+        if (!elig && p->fix && p->fix[j] != MP_NOT_FIXED) /* can never be listed */
+            return s->weight[p->sf[j]] += s->learn, false;
         if (!elig) l = stranded_lb(s, j, olast, rlast);
         if (!mp__xfits(l, p->size[j], cap)) return s->weight[p->sf[j]] += s->learn, false;
         s->lb[j] = l;
@@ -336,6 +362,7 @@ static uint64_t lower_bound(const mp__xsearch *s, uint32_t q, uint64_t olast, ui
  * are recomputed here: lb[] of this node was overwritten by its children. */
 static bool dominant(const mp__xsearch *s, uint32_t k, uint64_t olast, uint32_t rlast) {
     const mp__xpart *p = s->p;
+    if (p->fix && p->fix[k] != MP_NOT_FIXED) return true; /* see the top: fixed candidates */
     uint64_t top = s->floor[k] + p->size[k];
     for (size_t a = p->adj_at[k]; a < p->adj_at[k + 1]; a++) {
         uint32_t q = p->adj[a];
@@ -474,17 +501,22 @@ mp_status mp__xsearch_run(mp__xsearch *s, const uint32_t *order, uint64_t cap, u
     for (size_t t = 0; t < s->ns; t++) s->maxtop[t] = 0, s->rem[t] = s->load[t];
     s->h1 = s->h2 = 0;
     for (size_t i = 0; i < n; i++) {
-        s->floor[i] = 0, s->cls_last[i] = MP__XNONE;
-        s->h1 += term1(s, (uint32_t)i, 0), s->h2 += term2(s, (uint32_t)i, 0);
+        uint64_t f = p->fix && p->fix[i] != MP_NOT_FIXED ? p->fix[i] : 0;
+        s->floor[i] = f, s->cls_last[i] = MP__XNONE;
+        s->h1 += term1(s, (uint32_t)i, f), s->h2 += term2(s, (uint32_t)i, f);
     }
     for (size_t r = 0; r < n; r++) {
         uint32_t j = order[r];
         s->rank[j] = (uint32_t)r;
+        if (p->fix && p->fix[j] != MP_NOT_FIXED) { /* no twins: it cannot swap */
+            s->twin[j] = MP__XNONE;
+            continue;
+        }
         s->twin[j] = s->cls_last[s->cls[j]];
         s->cls_last[s->cls[j]] = j;
     }
     mp__xmemo_clear(&s->memo);
-    *ans = p->load > cap ? MP__X_NO
+    *ans = p->load > cap || p->fix_end > cap ? MP__X_NO
            : n == 0 ? MP__X_YES : dfs(s, 0, (uint32_t)(s->ns - 1), n, 0, 0);
     if (*ans == MP__X_YES)
         for (size_t i = 0; i < n; i++) off[i] = s->off[i];

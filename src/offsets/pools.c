@@ -14,7 +14,8 @@
  * left after the last pool are an error.
  *
  * With a time limit, anytime "auto" improves each pool's plan for the
- * pool's share of the time, and the pool keeps whichever filling, plain or
+ * pool's share of the time, its fixed buffers kept in place as obstacles
+ * (src/exact/anytime.c), and the pool keeps whichever filling, plain or
  * improved, holds more bytes (then: has the smaller footprint).  A smaller
  * plan of all the buffers left is only a proxy for "more bytes in this
  * pool", hence the comparison.
@@ -59,6 +60,7 @@ typedef struct pw {
     double deadline;               /* mp__xnow() time; 0: no time limit */
     size_t *rest, m;               /* unassigned buffers, in index order */
     size_t *sidx, ms;              /* the buffers planned for a pool */
+    size_t nf;                     /* how many of them are fixed */
     mp_buffer_t *sub;
     uint64_t *sfixed, *soff;       /* their fixed offsets; their plan */
     uint64_t *off, *off2;          /* two fillings, by buffer index */
@@ -80,6 +82,7 @@ static mp_status plan_pool(pw *w, size_t j, uint64_t *off, const char **by) {
     w->ms = 0;
     for (size_t i = 0; w->fixed && i < w->n; i++)
         if (fixed_in(w, i, j)) w->sidx[w->ms++] = i, nf++;
+    w->nf = nf;
     for (size_t q = 0; q < w->m; q++) w->sidx[w->ms++] = w->rest[q];
     for (size_t q = 0; q < w->ms; q++) {
         size_t i = w->sidx[q];
@@ -140,9 +143,9 @@ static void relay_progress(void *ctx, const mp_anytime_progress_t *p) {
     r->o->progress(r->o->ctx, r->pool, p);
 }
 
-/* With a time limit: anytime "auto" from the plan in off[] for pool j's
- * share of the time; off2/in2 get its filling, *better whether it beats
- * the plain one (bytes, fp). */
+/* With a time limit: anytime "auto" from the strategy's plan in soff[]
+ * (sub order) for pool j's share of the time; off2/in2 get its filling,
+ * *better whether it beats the plain one (bytes, fp). */
 static mp_status improve(pw *w, size_t j, uint64_t cap, bool all, uint64_t bytes, uint64_t fp,
                          bool *better) {
     *better = false;
@@ -151,8 +154,8 @@ static mp_status improve(pw *w, size_t j, uint64_t cap, bool all, uint64_t bytes
     relay r = {w->o, j};
     mp_auto_opts_t ao = {.time_limit = all || j + 1 == w->k ? left : left / (double)(w->k - j),
                          .threads = w->o->threads,
-                         .progress = w->o->progress ? relay_progress : NULL, .ctx = &r};
-    for (size_t q = 0; q < w->ms; q++) w->soff[q] = w->off[w->sidx[q]];
+                         .progress = w->o->progress ? relay_progress : NULL, .ctx = &r,
+                         .fixed = w->nf ? w->sfixed : NULL}; /* the pool's own */
     const char *by = w->note[j].start_strategy;
     mp_exact_report_t xr;
     mp_status s = mp__anytime_from(w->sub, w->ms, &ao, now, w->soff, &by, &xr);
@@ -174,6 +177,9 @@ static mp_status fill(pw *w, size_t j, uint64_t cap, mp_pool_plan_t *out) {
     nt->filled = true;
     mp_status s = plan_pool(w, j, w->off, &nt->start_strategy);
     uint64_t bytes = 0, fp = 0, total = 0;
+    /* the search starts from the strategy's plan: take() moves some of
+     * the buffers it leaves out, and they may then overlap others left out */
+    for (size_t q = 0; s == MP_OK && q < w->ms; q++) w->soff[q] = w->off[w->sidx[q]];
     if (s == MP_OK) s = take(w, j, cap, w->off, w->in, &bytes, &fp);
     for (size_t q = 0; q < w->ms; q++) total += w->b[w->sidx[q]].size;
     nt->start = fp;
@@ -204,13 +210,17 @@ static mp_status finish(pw *w, mp_pool_plan_t *out, mp_exact_report_t *report) {
     }
     for (size_t j = 0; report && j < w->k; j++) {
         size_t m = 0;
+        uint64_t fixed_end = 0; /* no plan of the pool ends below a fixed buffer */
         for (size_t i = 0; i < w->n; i++)
-            if (out->pool[i] == j) w->sub[m++] = w->b[i];
+            if (out->pool[i] == j) {
+                w->sub[m++] = w->b[i];
+                if (fixed_in(w, i, j)) fixed_end = mp__max64(fixed_end, w->fixed[i] + w->b[i].size);
+            }
         uint64_t load;
         mp_status s = mp__offsets_bound(w->sub, m, &load);
         if (s != MP_OK) return s;
         const pool_note *nt = &w->note[j];
-        uint64_t fp = out->footprint[j], lb = mp__max64(load, nt->proven);
+        uint64_t fp = out->footprint[j], lb = mp__max64(mp__max64(load, fixed_end), nt->proven);
         report[j] = (mp_exact_report_t){
             .status = fp == lb ? MP_EXACT_OPTIMAL : MP_EXACT_GAP, .footprint = fp,
             .lower_bound = lb, .load_bound = load, .start = nt->filled ? nt->start : fp,
@@ -244,15 +254,12 @@ static mp_status pools_run(pw *w, const mp_pool_t *pools, mp_pool_plan_t *out,
 }
 
 /* The options' own checks, before the problem's. */
-static mp_status check_opts(const mp_pool_opts_t *o, const mp__strategy *st, size_t n) {
+static mp_status check_opts(const mp_pool_opts_t *o, const mp__strategy *st) {
     if (o->time_limit != o->time_limit)
         return mp__err(MP_EINVAL, "mp_plan_pools_opts: time_limit is not a number");
     if (o->time_limit > 0 && st->offsets)
         return mp__err(MP_EINVAL, "plan pools: a time limit works with strategy auto only, not '%s'",
                        st->info.name);
-    for (size_t i = 0; o->time_limit > 0 && o->fixed && i < n; i++)
-        if (o->fixed[i] != MP_NOT_FIXED)
-            return mp__err(MP_EINVAL, "plan pools: a time limit cannot take fixed offsets yet (buffer %zu is fixed)", i);
     return MP_OK;
 }
 
@@ -294,7 +301,7 @@ mp_status mp_plan_pools_opts(const mp_buffer_t *b, size_t n, const mp_pool_t *po
     const mp_pool_opts_t *o = opts ? opts : &none;
     const mp__strategy *st;
     mp_status s = mp__offset_strategy(o->strategy ? o->strategy : "auto", "plan pools", &st);
-    if (s == MP_OK) s = check_opts(o, st, n);
+    if (s == MP_OK) s = check_opts(o, st);
     if (s == MP_OK) s = mp_problem_validate(b, n);
     if (s == MP_OK) s = mp__fixed_check_pools(b, n, o->fixed, o->fixed_pool, pools, k, NULL, NULL);
     mp_buffer_t *nb = NULL;

@@ -55,7 +55,9 @@ expect 1 "not at its fixed offset 128" out -- "$bin" check "$tmp/f.csv" "$tmp/q.
 expect 0 "cannot take them, skipped" err -- "$bin" plan --strategy all "$tmp/f.csv"
 expect 2 "'exact' cannot place around fixed offsets" err -- "$bin" plan --strategy exact "$tmp/f.csv"
 expect 2 "shared objects" err -- "$bin" plan --strategy objects-greedy-size "$tmp/f.csv"
-expect 2 "cannot take fixed offsets yet" err -- "$bin" plan --time-limit 1 "$tmp/f.csv"
+# --time-limit takes fixed offsets (more in tests/fixed/cli_anytime_fixed.sh)
+expect 0 "auto --time-limit: optimal (proven)" out -- "$bin" plan --time-limit 1 "$tmp/f.csv" -o "$tmp/p.csv"
+grep -q '^1,0,' "$tmp/p.csv" && grep -q '^3,128,' "$tmp/p.csv" || fail "fixed offsets moved: $(cat "$tmp/p.csv")"
 printf 'id,first,last,size,offset\n1,0,4,100,0\n2,4,5,8,96\n' > "$tmp/c.csv"
 expect 2 "c.csv:3: field 'offset': buffer id 2 overlaps buffer id 1 (line 2)" err -- "$bin" plan "$tmp/c.csv"
 printf 'id,first,last,size,align,offset\n1,0,4,100,8,4\n' > "$tmp/m.csv"
@@ -92,8 +94,10 @@ refuse "$tmp/fp.csv:2: field 'pool': 'fast' is not one of the 2 pools given" -- 
     "$bin" plan --pools sram:256,dram "$tmp/fp.csv" -o "$tmp/never.csv"
 refuse "$tmp/fp.csv:2: field 'pool': 'fast': fixed offsets in pools need the pools (memplan plan --pools SPEC)" -- \
     "$bin" plan "$tmp/fp.csv" -o "$tmp/never.csv"
-refuse "--time-limit cannot take fixed offsets yet" -- \
-    "$bin" plan --pools fast:256,dram --time-limit 1 "$tmp/fp.csv" -o "$tmp/never.csv"
+expect 0 "pool fast --time-limit: optimal (proven)" out -- \
+    "$bin" plan --pools fast:256,dram --time-limit 1 "$tmp/fp.csv" -o "$tmp/fpt.csv"
+grep -q '^1,0,100,fast$' "$tmp/fpt.csv" && grep -q '^3,0,64,dram$' "$tmp/fpt.csv" &&
+    grep -q '^5,112,16,fast$' "$tmp/fpt.csv" || fail "fixed buffers moved (--time-limit): $(cat "$tmp/fpt.csv")"
 printf 'id,first,last,size,offset,pool\n1,0,4,100,0,fast\n2,4,5,8,96,fast\n3,4,5,8,96,dram\n' > "$tmp/fc.csv"
 refuse "$tmp/fc.csv:3: field 'offset': buffer id 2 overlaps buffer id 1 (line 2), both fixed and live at once in pool 'fast'" -- \
     "$bin" plan --pools fast:1KiB,dram "$tmp/fc.csv" -o "$tmp/never.csv"

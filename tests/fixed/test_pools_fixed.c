@@ -10,7 +10,8 @@
  * naming what it must.  With a time limit: the plan valid, the first pool
  * holding no fewer bytes than without the limit, each pool's reported
  * bound a true bound (at most the optimum of the buffers it holds, proven
- * by the exact search on small pools). */
+ * by the exact search on small pools).  Fixed buffers with a time limit:
+ * tests/fixed/test_anytime_fixed.c. */
 #include "harness.h"
 #include "gen.h"
 
@@ -174,9 +175,19 @@ static void test_errors(void) {
     o.fixed = mis, o.fixed_pool = same;
     MP_CHECK(mp_plan_pools_opts(b, 3, pools, 2, &o, &p, NULL) == MP_EINVAL);
     MP_CHECK(says("id 10", "alignment 16"));
-    /* a time limit: auto only, nothing fixed */
-    o.fixed = fx0, o.time_limit = 0.1;
-    MP_CHECK(mp_plan_pools_opts(b, 3, pools, 2, &o, &p, NULL) == MP_EINVAL && says("cannot take fixed offsets", NULL));
+    /* a time limit with fixed buffers: each stays in its pool, 12 goes
+     * into fast beside 10 (they never live together); both pools are
+     * proven optimal, fast at the end of its fixed buffer */
+    o.fixed = fx0, o.fixed_pool = same, o.time_limit = 0.1;
+    mp_exact_report_t tr[2];
+    if (MP_CHECK_OK(mp_plan_pools_opts(b, 3, pools, 2, &o, &p, tr))) {
+        MP_CHECK_OK(mp_pool_plan_check_fixed(b, 3, pools, 2, fx0, same, &p));
+        MP_CHECK(p.pool[2] == 0 && p.footprint[0] == 112 && p.footprint[1] == 50);
+        MP_CHECK(tr[0].status == MP_EXACT_OPTIMAL && tr[0].lower_bound == 112);
+        MP_CHECK(tr[1].status == MP_EXACT_OPTIMAL && tr[1].lower_bound == 50);
+        mp_pool_plan_free(&p);
+    }
+    /* a time limit: auto only */
     mp_pool_opts_t t = {.strategy = "greedy-size", .time_limit = 0.1};
     MP_CHECK(mp_plan_pools_opts(b, 3, pools, 2, &t, &p, NULL) == MP_EINVAL && says("auto only", NULL));
     /* the fixed buffers of a pool the others never reach keep it */
@@ -187,7 +198,8 @@ static void test_errors(void) {
     mp_exact_report_t rep[3];
     if (MP_CHECK_OK(mp_plan_pools_opts(b, 3, three, 3, &u, &p, rep))) {
         MP_CHECK(p.pool[0] == 2 && p.offset[0] == 32 && p.footprint[2] == 144 && p.footprint[1] == 0);
-        MP_CHECK(rep[2].footprint == 144 && rep[2].lower_bound == 112 && rep[2].status == MP_EXACT_GAP);
+        /* no plan of the pool ends below its fixed buffer: 32 + 112 */
+        MP_CHECK(rep[2].footprint == 144 && rep[2].lower_bound == 144 && rep[2].status == MP_EXACT_OPTIMAL);
         MP_CHECK_OK(mp_pool_plan_check_fixed(b, 3, three, 3, f2, in2, &p));
         mp_pool_plan_free(&p);
     }
