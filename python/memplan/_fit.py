@@ -32,11 +32,9 @@
    `trials` of them are built (torch.fx split_module, runs wrapped in
    torch.utils.checkpoint) and MEASURED (peak and step time); the fastest
    whose measured peak is within the budget is returned.  A measured peak
-   above the budget raises the excess for the candidates after it; when no
-   candidate is left that is planned to fit and none measured fits, those
-   planned within NEAR above the budget are measured, least planned peak
-   first (the model's error spreads both ways).  At most `attempts`
-   candidates are measured in all.  Only a measured fit is returned.
+   above the budget raises the excess for the candidates after it; at most
+   `attempts` candidates are measured in all.  Only a measured fit is
+   returned.
 """
 
 import json
@@ -434,23 +432,6 @@ def _next_trial(order, fits, ok):
     return pool[0] if pool else None
 
 
-# How far above the budget a plan's planned peak may be and still be worth
-# measuring when no plan is planned to fit: the planner's error on
-# checkpointed ResNet-50 plans spreads both ways, up to 14% of the measured
-# peak (batch 16: planned 486.9 MiB, measured 416.6; planned 451.1,
-# measured 514.6; bench/torch/notes.md), so near the least planned peaks
-# a measurement can find a fit the model cannot promise.
-NEAR = 0.15
-
-
-def _near_trial(order, excess, near):
-    """When no candidate is planned to fit and none measured fits: the one
-    with the least planned peak (plus its variant's plain excess) that
-    near() allows, the fewer seconds on equal peaks."""
-    pool = [c for c in order if near(c)]
-    return min(pool, key=lambda c: (c.peak + excess[c.variant], c.extra_seconds)) if pool else None
-
-
 def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4, verify=True,
         exact=True):
     """(module, FitResult): model rebuilt with the runs of nodes that let
@@ -501,21 +482,14 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     # checkpoint: the chunked model's is larger), then from each measured
     # plan's.
     excess = [plain - next(c for c in cands if not c.runs).peak for _, cands, _ in variants]
-    base = list(excess)
     tried, unbuilt, fits, least = [], [], [], None
 
     def ok(c):
         return (c.runs and c.peak + excess[c.variant] <= budget and c not in tried
                 and c not in unbuilt)
 
-    def near(c):
-        return (c.runs and c.peak + base[c.variant] <= budget * (1 + NEAR) and c not in tried
-                and c not in unbuilt)
-
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
         pick = _next_trial(order, fits, ok)
-        if pick is None and not fits:
-            pick = _near_trial(order, base, near)
         if pick is None:
             break
         try:

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
 from memplan._fit import (Candidate, Planner, _least_memory_of_fastest, _next_trial,  # noqa: E402
-                          _near_trial, add_workspaces)
+                          add_workspaces)
 from memplan._ckpt import rebuild   # noqa: E402
 from memplan._fx import capture, profile_nodes   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
@@ -167,8 +167,7 @@ class InPlace(unittest.TestCase):
 
 
 class Trials(unittest.TestCase):
-    """_next_trial and _near_trial: which candidate fit measures next (no torch
-    involved)."""
+    """_next_trial: which candidate fit measures next (no torch involved)."""
 
     @staticmethod
     def cand(n, kind="flat", variant=0):
@@ -200,18 +199,6 @@ class Trials(unittest.TestCase):
         self.assertIs(_next_trial(order, [], lambda x: x is not whole), chunked)
         fits = [(1.0, 0, 10, chunked, None)]
         self.assertIsNone(_next_trial(order, fits, lambda x: x is not chunked))
-
-
-    def test_near_the_budget_least_planned_peak_first(self):
-        """Nothing planned to fit: of the candidates near() allows, the
-        least planned peak plus its variant's excess, then fewer seconds."""
-        a, b, c = self.cand(5), self.cand(3), self.cand(4, variant=1)
-        d = Candidate(((9,),), (), [], 3, 0, 1.0, "flat", 0)     # b's peak, fewer seconds
-        self.assertIs(_near_trial([a, b, c], [0, 0], lambda x: True), b)
-        self.assertIs(_near_trial([a, b, c, d], [0, 0], lambda x: True), d)
-        self.assertIs(_near_trial([a, b, c], [0, -2], lambda x: True), c)
-        self.assertIs(_near_trial([a, b, c], [0, 0], lambda x: x.peak > 4), a)
-        self.assertIsNone(_near_trial([a, b, c], [0, 0], lambda x: False))
 
 
 class TimeChunks(unittest.TestCase):
