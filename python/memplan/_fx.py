@@ -142,7 +142,9 @@ def capture(model, inputs, name="model", rnn_chunks=None):
     shape = list(inputs[0].shape) if inputs and isinstance(inputs[0], torch.Tensor) else []
     meta = {"name": name, "batch": shape[0] if shape else 1, "input_shape": shape,
             "train": False, "level": "fx", "exporter": "memplan.torch"}
-    return gm, rec.graph(meta)
+    graph = rec.graph(meta)
+    gm.memplan_graph = graph      # profile_nodes compares autograd with it
+    return gm, graph
 
 
 class _SavedBy(torch.fx.Interpreter):
@@ -170,19 +172,29 @@ def _storage(t):
     return s.data_ptr(), s.nbytes()
 
 
-def profile_nodes(model, gm, inputs, runs=2, workspace=None):
+def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_in_graph=False):
     """({fx node name: bytes}, {fx node name: seconds}).
 
-    Bytes: what autograd saves for the backward pass while a node runs that
-    is none of the graph's values -- the insides of leaf modules the graph
-    cannot see (an LSTM's gates, a Transformer layer's attention), which
-    checkpointing the node frees too; measured by saved-tensor hooks.
+    Bytes: what autograd keeps for a node's backward pass beyond what the
+    library's training graph keeps for it, measured by saved-tensor hooks:
+    what autograd saves while the node runs that is none of the graph's
+    values -- the insides of leaf modules the graph cannot see (an LSTM's
+    gates, an attention's scores), which checkpointing the node frees too --
+    less, for a node the library knows nothing of (its gradient reads every
+    input and output, generic_backward), the graph values that gradient
+    alone keeps and autograd does not save (an nn.MultiheadAttention's
+    query and output: it saves its own copies).  graph: the captured dict
+    (default: the one capture left on gm).  saved_in_graph: the bytes of
+    such opaque nodes go INTO graph (_saved_output), not into the dict
+    returned, so the planner counts them at the steps where they exist (but
+    a run can then no longer drop them while keeping the node's output).
     Seconds: each node's forward time in train mode with autograd recording
     (what recomputing it costs), the least of `runs` forward passes (the
     first pays one-time costs).  workspace: a dict to fill with each leaf
     module call's transient bytes (node_workspaces).  Model left as it was."""
     inputs = as_tuple(inputs)
-    visible, saved, times = set(), {}, {}
+    graph = graph if graph is not None else getattr(gm, "memplan_graph", None)
+    visible, saved, times, credit, opaque = set(), {}, {}, {}, ()
     with frozen(model):
         model.train()
         for t in list(model.parameters()) + list(model.buffers()) + list(inputs):
@@ -204,6 +216,9 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None):
                         visible.add(_storage(t)[0])
                 if workspace is not None:
                     workspace.update(node_workspaces(gm, runner.env))
+                if graph is not None:
+                    credit, opaque = _kept_unsaved(graph, gm, runner.env,
+                                                   {p for p, _ in saved})
             else:
                 runner.run(*inputs)
             for k, v in runner.times.items():
@@ -213,7 +228,69 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None):
     for (ptr, nbytes), node in saved.items():
         if ptr not in visible and node is not None:
             out[node] = out.get(node, 0) + nbytes
+    for node, nbytes in credit.items():
+        out[node] = out.get(node, 0) - nbytes
+    for node in opaque if saved_in_graph else ():
+        if out.get(node, 0) >= 0:
+            _saved_output(graph, node, out.pop(node, 0))
     return out, times
+
+
+def _saved_output(graph, name, nbytes):
+    """Gives graph's node `name` (one the library knows nothing of, whose
+    gradient reads all its outputs) one more output of nbytes: what autograd
+    keeps for its backward pass (profile_nodes).  The planner then keeps it
+    from the node's step to its gradient's, drops it where the node is
+    checkpointed and counts it again where it is recomputed -- as torch
+    does -- instead of beside the plan at every step."""
+    if nbytes <= 0:
+        return
+    node = next(nd for nd in graph["nodes"] if nd["name"] == name)
+    tid = len(graph["tensors"])
+    graph["tensors"].append({"id": tid, "name": name + ":saved", "shape": [int(nbytes)],
+                             "dtype": "uint8", "bytes": int(nbytes), "kind": "activation",
+                             "alias_of": None})
+    node["outputs"].append(tid)
+
+
+def _kept_unsaved(graph, gm, env, saved):
+    """({fx node name: bytes}, [fx node name]): for each node whose gradient
+    the library does not know (generic_backward: it reads all of the node's
+    inputs and outputs), the activations that gradient alone keeps (no
+    other gradient reads them or a view of them) whose storage autograd
+    saved for no node (saved: storage addresses); and those nodes' names.
+    env: a finished Interpreter's values."""
+    import json
+    from . import lib
+    tensors = graph["tensors"]
+    remat = lib.Remat(lib.Graph.parse(json.dumps(graph), "profile"))
+    train = remat.graph
+    nf = remat.forward_count
+
+    def root(t):
+        return t if tensors[t]["alias_of"] is None else tensors[t]["alias_of"]
+    readers, opaque = {}, []
+    for nd in train.nodes[nf:]:
+        for t in nd.inputs:
+            if t < len(tensors):          # a forward value
+                readers.setdefault(root(t), set()).add(nd.id)
+        if nd.op == "generic_backward" and nd.name.startswith("bwd:"):
+            opaque.append(nd)
+    producer = {t: (nd["name"], i) for nd in graph["nodes"] for i, t in enumerate(nd["outputs"])}
+    fx = {n.name: n for n in gm.graph.nodes}
+    names = [nd.name[len("bwd:"):] for nd in opaque]
+    out = {}
+    for nd in opaque:
+        name = nd.name[len("bwd:"):]
+        for r in {root(t) for t in nd.inputs if t < len(tensors)}:
+            if tensors[r]["kind"] != "activation" or readers.get(r) != {nd.id} \
+                    or r not in producer:
+                continue
+            src, i = producer[r]
+            values = _flat_tensors(env.get(fx.get(src))) if src in fx else []
+            if i < len(values) and _storage(values[i])[0] not in saved:
+                out[name] = out.get(name, 0) + tensors[r]["bytes"]
+    return out, [n for n in names if n in fx]
 
 
 def _transient(fn):
@@ -228,41 +305,55 @@ def _transient(fn):
     return max(0, peak - max(0, end))
 
 
-def _transients(module, args):
-    """(forward, backward) transient bytes of one call of module on args:
-    what torch's CPU kernels allocate and free again within the call (a
-    oneDNN convolution's copies of its input and of its output's gradient,
-    batch norm's backward buffer), each pass measured alone by _transient.
-    Parameters' .grad exist beforehand (as in a training step), so
-    accumulating into them counts as the transient it is."""
-    args = _detached(args)
+def _transients(module, args, kwargs=None):
+    """(forward, backward) transient bytes of one call of module on args
+    and kwargs: what torch's CPU kernels allocate and free again within the
+    call (a oneDNN convolution's copies of its input and of its output's
+    gradient, batch norm's backward buffer, a linear layer's weight
+    gradient before it is accumulated), each pass measured alone by
+    _transient.  Parameters' .grad exist beforehand (as in a training
+    step), so accumulating into them counts as the transient it is."""
+    memo = {}
+    args, kwargs = _detached(args, memo), _detached(kwargs or {}, memo)
     for p in module.parameters():
         if p.requires_grad and p.grad is None:
             p.grad = torch.zeros_like(p)
     box = []
-    fwd = _transient(lambda: box.append(module(*args)))
+    fwd = _transient(lambda: box.append(module(*args, **kwargs)))
     outs = [t for t in _flat_tensors(box[0]) if t.requires_grad]
     grads = [torch.ones_like(t) for t in outs]
     bwd = _transient(lambda: torch.autograd.backward(outs, grads)) if outs else 0
     return fwd, bwd
 
 
-def _detached(value):
-    """value with every tensor in it (nested tuples and lists too) detached
-    from its graph, requiring grad as it did."""
+def _detached(value, memo):
+    """value with every tensor in it (in tuples, lists and dicts too)
+    detached from its graph, requiring grad as it did; one tensor passed
+    twice stays one (nn.MultiheadAttention takes another path when its
+    query is its key)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().requires_grad_(value.requires_grad)
+        if id(value) not in memo:
+            memo[id(value)] = value.detach().requires_grad_(value.requires_grad)
+        return memo[id(value)]
     if isinstance(value, (tuple, list)):
-        return type(value)(_detached(v) for v in value)
+        return type(value)(_detached(v, memo) for v in value)
+    if isinstance(value, dict):
+        return {k: _detached(v, memo) for k, v in value.items()}
     return value
 
 
-def node_workspaces(gm, env, kinds=(torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.Linear,
-                                    torch.nn.LSTM)):
+# Leaf modules whose kernels hold memory only while they run: a weight
+# gradient computed whole and then added into .grad (linear layers, the
+# attention's projections), oneDNN's copies, batch norm's backward buffer.
+WORKSPACE_KINDS = (torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.Linear, torch.nn.LSTM,
+                   torch.nn.MultiheadAttention, torch.nn.LayerNorm)
+
+
+def node_workspaces(gm, env, kinds=WORKSPACE_KINDS):
     """{fx node name: (forward, backward) transient bytes} of the calls of
     leaf modules of these kinds in gm, each rerun alone on the values it
     read (env: a finished Interpreter's values) and measured by _transients;
-    calls of equal modules on equal shapes are measured once."""
+    calls of equal modules on equal arguments are measured once."""
     out, seen = {}, {}
     for n in gm.graph.nodes:
         if n.op != "call_module":
@@ -271,9 +362,12 @@ def node_workspaces(gm, env, kinds=(torch.nn.Conv2d, torch.nn.BatchNorm2d, torch
         if not isinstance(m, kinds):
             continue
         args = torch.fx.node.map_arg(n.args, lambda a: env[a])
-        key = (repr(m), tuple(tuple(t.shape) for t in _flat_tensors(args)))
+        kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: env[a])
+        key = (repr(m), tuple(tuple(t.shape) for t in _flat_tensors((args, kwargs))),
+               repr(torch.fx.node.map_aggregate((args, kwargs), lambda a: None if isinstance(
+                   a, torch.Tensor) else a)))
         if key not in seen:
-            seen[key] = _transients(m, args)
+            seen[key] = _transients(m, args, kwargs)
         if any(seen[key]):
             out[n.name] = seen[key]
     return out
