@@ -29,7 +29,8 @@ mp_status mp__plan_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
  * clock; o->time_limit <= 0: not at all) or a proof of optimality, and
  * fills *rep as mp_plan_auto_opts does, start being off[]'s footprint on
  * entry.  The progress callback sees the plan held first.  *source becomes
- * what made the final plan. */
+ * what made the final plan.  With o->fixed, off[] must hold every fixed
+ * buffer at its offset, and they stay there. */
 mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t *o, double t0,
                            uint64_t *off, const char **source, mp_exact_report_t *rep);
 
