@@ -47,6 +47,12 @@ typedef struct mp_exact_opts_t {
                             whether the buffers fit in capacity bytes */
     int no_heuristics;   /* 1: start from the naive plan instead of "auto"'s
                             (for testing the search alone) */
+    /* NULL, or n entries: buffer i's offset fixed in advance, MP_NOT_FIXED
+     * where the search places it (include/memplan_fixed.h), as
+     * mp_auto_opts_t.fixed.  Fixed buffers are obstacles that never move;
+     * the start is auto's (or, with no_heuristics, naive's) plan around
+     * them (mp_plan_compute_fixed). */
+    const uint64_t *fixed;
 } mp_exact_opts_t;
 
 /* Fills the defaults of the strategy "exact": capacity 0 (minimise),
@@ -88,8 +94,13 @@ typedef struct mp_exact_report_t {
  * mp_plan_free) with the best plan found; report may be NULL.  Minimising,
  * the plan is never larger than "auto"'s (unless no_heuristics).  Deciding,
  * the plan fits in the capacity when the status is MP_EXACT_FITS and is
- * the best plan found otherwise.  The problem is validated first; a limit
- * reached is no error.  On failure *out is zeroed. */
+ * the best plan found otherwise.  With opts->fixed the plan keeps every
+ * fixed buffer at its offset (mp_plan_check_fixed passes), is never larger
+ * than mp_plan_compute_fixed(..., "auto", ...)'s, and lower_bound is at
+ * least the largest end of a fixed buffer (deciding: a capacity below it
+ * is no-fit at once).  The problem (and the fixed offsets, as
+ * mp_fixed_validate) is validated first; a limit reached is no error.  On
+ * failure *out is zeroed. */
 mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                          mp_plan_t *out, mp_exact_report_t *report);
 
@@ -97,7 +108,8 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
  * buffers clipped to windows of time across the whole run (the fullest
  * first, widening until the window is the whole problem), each window's
  * capacities refuted by the exact search raise it, within the limits of
- * opts (NULL: the defaults; capacity and no_heuristics are ignored).  Above
+ * opts (NULL: the defaults; capacity, no_heuristics and fixed are
+ * ignored: the bound is for free buffers).  Above
  * 3000 buffers it is the max-load bound. */
 mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                                uint64_t *lower_bound);

@@ -41,8 +41,10 @@ mp_status mp_fixed_validate(const mp_buffer_t *b, size_t n, const uint64_t *fixe
  * lowest offset clear of them (first fit, in the order of the strategy's
  * offsets).  "auto" keeps the best of its candidates so treated and of a
  * first fit of the free buffers by decreasing size around the fixed ones.
- * Shared-object strategies and "exact" cannot take fixed buffers: MP_EINVAL
- * naming the strategy.  fixed NULL (or nothing fixed): mp_plan_compute. */
+ * Shared-object strategies and "exact" cannot take fixed buffers here:
+ * MP_EINVAL naming the strategy (the exact search takes them through
+ * mp_exact_solve's opts.fixed).  fixed NULL (or nothing fixed):
+ * mp_plan_compute. */
 mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                                 const char *strategy, mp_plan_t *out);
 

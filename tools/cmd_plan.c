@@ -244,10 +244,13 @@ static bool run(const mp_buffer_t *b, size_t n, const uint64_t *fixed, result *r
         mp_auto_opts_t ao = {.time_limit = time_limit, .progress = progress, .fixed = fixed};
         r->anytime = true;
         s = mp_plan_auto_opts(b, n, &ao, &r->plan, &r->exact);
+    } else if (!strcmp(r->name, "exact")) {
+        mp_exact_opts_t xo;
+        mp_exact_opts_default(&xo);
+        xo.fixed = fixed;
+        s = mp_exact_solve(b, n, &xo, &r->plan, &r->exact);
     } else if (fixed) {
         s = mp_plan_compute_fixed(b, n, fixed, r->name, &r->plan);
-    } else if (!strcmp(r->name, "exact")) {
-        s = mp_exact_solve(b, n, NULL, &r->plan, &r->exact);
     } else {
         s = mp_plan_compute(b, n, r->name, &r->plan);
     }
@@ -387,11 +390,11 @@ int cmd_plan(int argc, char **argv) {
     }
     bool all = !strcmp(o.strategy, "all");
     if (all && fixed)
-        fprintf(stderr, "memplan plan: fixed offsets: the shared-object strategies and exact cannot take them, skipped\n");
+        fprintf(stderr, "memplan plan: fixed offsets: the shared-object strategies cannot take them, skipped\n");
     for (size_t i = 0; i < ns; i++) {
         const mp_strategy_info_t *info = mp_strategy_info(i);
         if (all ? info->kind == MP_KIND_META : strcmp(info->name, o.strategy)) continue;
-        if (all && fixed && (info->kind == MP_KIND_OBJECTS || !strcmp(info->name, "exact")))
+        if (all && fixed && info->kind == MP_KIND_OBJECTS)
             continue; /* they cannot take fixed offsets: said below */
         r[k] = (result){.name = info->name, .skipped = all};
         if (!run(b, n, fixed, &r[k++], o.time_limit)) rc = EXIT_INPUT;

@@ -13,9 +13,13 @@
  * right static order solves a hard-set instance in a thousand nodes, a
  * wrong one not in millions.  Parts above MP__X_MAX_N buffers keep their
  * heuristic plan (their search model takes O(n^2) memory).  Deciding a
- * capacity works the same way with every search at that capacity. */
+ * capacity works the same way with every search at that capacity.  Fixed
+ * buffers (opts.fixed) change only the start -- auto's plan around them
+ * (src/offsets/fixed.c) -- and the bound, raised to their largest end; the
+ * search takes them as obstacles (search.c, "Fixed buffers"). */
 #include "exact.h"
 #include "../strategies/strategies.h"
+#include "../offsets/pools.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -269,7 +273,10 @@ static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t 
     return s;
 }
 
-/* The whole call on a normalized problem: off[] receives the plan. */
+/* The whole call on a normalized problem: off[] receives the plan.  With
+ * fixed buffers (o->fixed, validated) the start is auto's (or naive's)
+ * plan around them and the search takes them as obstacles (the hooks carry
+ * them; nothing else of the hooks is set). */
 static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o,
                            uint64_t *off, mp_exact_report_t *rep) {
     double t0 = mp__xnow();
@@ -277,7 +284,16 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
     mp_auto_report_t ar = {0};
     mp_status s;
     const char *from = "naive";
-    if (!o->no_heuristics && n) {
+    bool any = false;
+    for (size_t i = 0; o->fixed && i < n && !any; i++) any = o->fixed[i] != MP_NOT_FIXED;
+    mp__xhooks h = {.fixed = o->fixed};
+    if (any) {
+        const mp__strategy *st;
+        s = mp__offset_strategy(o->no_heuristics ? "naive" : "auto", "place around fixed offsets", &st);
+        if (s == MP_OK) s = mp__plan_fixed(b, n, o->fixed, st, &start);
+        if (s == MP_OK) memcpy(off, start.offset, n * sizeof *off), from = start.strategy;
+        mp_plan_free(&start);
+    } else if (!o->no_heuristics && n) {
         s = mp__auto(b, n, &start, &ar);
         if (s == MP_OK) memcpy(off, start.offset, n * sizeof *off);
         from = ar.winner;
@@ -286,7 +302,7 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
         s = mp__offsets_naive(b, n, off);
     }
     if (s != MP_OK) return s;
-    return run_from(b, n, o, off, from, NULL, t0, rep);
+    return run_from(b, n, o, off, from, any ? &h : NULL, t0, rep);
 }
 
 mp_status mp__xminimise(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *o, uint64_t *off,
@@ -321,6 +337,7 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
     mp_exact_opts_t o;
     mp_buffer_t *nb = NULL;
     mp_status s = mp__xprepare(b, n, opts, &o, &nb);
+    if (s == MP_OK && o.fixed) s = mp_fixed_validate(b, n, o.fixed);
     uint64_t *off = s == MP_OK ? calloc(n ? n : 1, sizeof *off) : NULL;
     if (s == MP_OK && !off) s = MP__NOMEM();
     mp_exact_report_t rep;

@@ -53,7 +53,10 @@ expect 0 "valid: 3 buffers" out -- "$bin" check "$tmp/f.csv" "$tmp/p.csv"
 sed 's/^3,128,/3,256,/' "$tmp/p.csv" > "$tmp/q.csv"
 expect 1 "not at its fixed offset 128" out -- "$bin" check "$tmp/f.csv" "$tmp/q.csv"
 expect 0 "cannot take them, skipped" err -- "$bin" plan --strategy all "$tmp/f.csv"
-expect 2 "'exact' cannot place around fixed offsets" err -- "$bin" plan --strategy exact "$tmp/f.csv"
+expect 0 "^exact  *242 .* yes" out -- "$bin" plan --strategy all "$tmp/f.csv"
+# --strategy exact takes fixed offsets (more in tests/fixed/cli_anytime_fixed.sh)
+expect 0 "exact: optimal (proven), lower bound 242" out -- "$bin" plan --strategy exact "$tmp/f.csv" -o "$tmp/p.csv"
+grep -q '^1,0,' "$tmp/p.csv" && grep -q '^3,128,' "$tmp/p.csv" || fail "fixed offsets moved: $(cat "$tmp/p.csv")"
 expect 2 "shared objects" err -- "$bin" plan --strategy objects-greedy-size "$tmp/f.csv"
 # --time-limit takes fixed offsets (more in tests/fixed/cli_anytime_fixed.sh)
 expect 0 "auto --time-limit: optimal (proven)" out -- "$bin" plan --time-limit 1 "$tmp/f.csv" -o "$tmp/p.csv"

@@ -1,9 +1,10 @@
 #!/bin/sh
 # tests/fixed/cli_anytime_fixed.sh MEMPLAN DSA -- `memplan plan --time-limit`
-# on records with fixed offsets, through the real binary: the plan keeps
-# every fixed buffer at its offset and passes `memplan check`, its footprint
-# is at most the plan's without the limit, and the statement at the end is
-# the one expected (a proof where the bound is met, else a proven gap).
+# and `--strategy exact` on records with fixed offsets, through the real
+# binary: the plan keeps every fixed buffer at its offset and passes
+# `memplan check`, its footprint is at most auto's plan without the limit,
+# and the statement at the end is the one expected (a proof where the bound
+# is met, else a proven gap).
 set -u
 bin=$1 dsa=$2
 . "$(dirname "$0")/../cli/lib.sh" # $T, ok, bad, the counters
@@ -28,6 +29,11 @@ grep -qx "auto --time-limit: optimal (proven), lower bound 272; heuristics alone
 grep -q "^memplan: .* s  footprint 272  lower bound 272  gap 0.000%" "$tmp/err" || fail "no progress line: $(cat "$tmp/err")"
 kept "$tmp/f.csv" "$tmp/p.csv" || fail "f.csv: a fixed buffer moved"
 "$bin" check "$tmp/f.csv" "$tmp/p.csv" | grep -q "^valid: 5 buffers, footprint 272" || fail "f.csv: plan not valid"
+# --strategy exact on the same records: the same proof, without a time limit.
+"$bin" plan --strategy exact "$tmp/f.csv" -o "$tmp/x.csv" >"$tmp/out" 2>"$tmp/err" || fail "exact: exit $? on f.csv"
+grep -qx "exact: optimal (proven), lower bound 272" "$tmp/out" || fail "exact: no proof of 272: $(cat "$tmp/out")"
+kept "$tmp/f.csv" "$tmp/x.csv" || fail "exact f.csv: a fixed buffer moved"
+"$bin" check "$tmp/f.csv" "$tmp/x.csv" | grep -q "^valid: 5 buffers, footprint 272" || fail "exact f.csv: plan not valid"
 
 # A fixed buffer far above the rest: no plan ends below it (2000 + 100),
 # so its end is the bound and the plan meets it at once.
@@ -35,6 +41,9 @@ printf 'id,first,last,size,offset\n1,0,4,100,2000\n2,0,4,300,\n3,2,6,500,\n' > "
 "$bin" plan --time-limit 2 "$tmp/h.csv" -o "$tmp/hp.csv" >"$tmp/out" 2>&1 || fail "exit $? on h.csv"
 grep -q "auto --time-limit: optimal (proven), lower bound 2100;" "$tmp/out" || fail "h.csv: $(cat "$tmp/out")"
 kept "$tmp/h.csv" "$tmp/hp.csv" || fail "h.csv: a fixed buffer moved"
+"$bin" plan --strategy exact "$tmp/h.csv" -o "$tmp/hx.csv" >"$tmp/out" 2>&1 || fail "exact: exit $? on h.csv"
+grep -qx "exact: optimal (proven), lower bound 2100" "$tmp/out" || fail "exact h.csv: $(cat "$tmp/out")"
+kept "$tmp/h.csv" "$tmp/hx.csv" || fail "exact h.csv: a fixed buffer moved"
 
 # MiniMalloc's A with every tenth buffer fixed where auto put it: the
 # search improves on auto's plan around them within a second or ends
@@ -55,6 +64,14 @@ if [ -f "$a" ]; then
         grep -q "^proven gap: .*% above the lower bound (time ran out)" "$tmp/out" || fail "A fixed: no gap stated"
     kept "$tmp/afix.csv" "$tmp/ap.csv" || fail "A fixed: a fixed buffer moved"
     "$bin" check "$tmp/afix.csv" "$tmp/ap.csv" | grep -q "^valid: 154 buffers, footprint $t," || fail "A fixed: not valid"
+    # --strategy exact for a second: never above auto's plan, a proof or a gap
+    MEMPLAN_EXACT_TIME=1 "$bin" plan --strategy exact "$tmp/afix.csv" -o "$tmp/ax.csv" >"$tmp/out" 2>"$tmp/err" ||
+        fail "exact: exit $? on A fixed"
+    x=$(awk '$1 == "exact" { print $2; exit }' "$tmp/out")
+    [ -n "$x" ] && [ "$x" -le "$p" ] || fail "exact A fixed: $x above auto's $p"
+    grep -q "^exact: \(optimal (proven)\|gap\), lower bound [0-9]*" "$tmp/out" || fail "exact A fixed: $(cat "$tmp/out")"
+    kept "$tmp/afix.csv" "$tmp/ax.csv" || fail "exact A fixed: a fixed buffer moved"
+    "$bin" check "$tmp/afix.csv" "$tmp/ax.csv" | grep -q "^valid: 154 buffers, footprint $x," || fail "exact A fixed: not valid"
 else
     echo "skipped the hard-set case: $dsa not found"
 fi

@@ -1,5 +1,6 @@
 /* test_anytime_fixed.c -- anytime "auto" (mp_plan_auto_opts with a time
- * limit) and pools with a time limit, around fixed buffers.
+ * limit), mp_exact_solve (opts.fixed) and pools with a time limit, around
+ * fixed buffers.
  *
  * Random problems with a few buffers fixed at random aligned offsets (not
  * overlapping one another, often leaving holes below them).  Every plan
@@ -298,6 +299,73 @@ static void test_pools(void) {
     }
 }
 
+/* mp_exact_solve with opts.fixed, one call: the plan checked with the
+ * fixed offsets and the report's claims against the plan and the bounds;
+ * the report back (zeroed on failure). */
+static mp_exact_report_t exact(const mp_buffer_t *b, size_t n, const uint64_t *fx, int naive,
+                               uint64_t capacity, uint64_t base_fp) {
+    mp_exact_report_t r;
+    memset(&r, 0, sizeof r);
+    mp_exact_opts_t o = {.capacity = capacity, .no_heuristics = naive, .fixed = fx};
+    mp_plan_t p;
+    mp_bounds_t bd;
+    if (!MP_CHECK_OK(mp_exact_solve(b, n, &o, &p, &r)) || !MP_CHECK_OK(mp_bounds_compute(b, n, &bd)))
+        return r;
+    MP_CHECK_OK(mp_plan_check_fixed(b, n, fx, &p, NULL));
+    MP_CHECK(p.footprint == r.footprint && r.footprint <= r.start);
+    if (!naive) MP_CHECK(r.start == base_fp);
+    MP_CHECK(r.lower_bound >= bd.offsets && r.lower_bound >= fixed_end(b, n, fx));
+    if (!capacity) MP_CHECK((r.status == MP_EXACT_OPTIMAL) == (r.lower_bound == r.footprint));
+    if (capacity) MP_CHECK(r.status != MP_EXACT_FITS || r.footprint <= capacity);
+    if (capacity) MP_CHECK(r.status != MP_EXACT_NO_FIT || r.lower_bound > capacity);
+    mp_plan_free(&p);
+    return r;
+}
+
+/* mp_exact_solve around fixed buffers on tiny problems, without limits:
+ * minimising (from auto's plan and from naive's) finds the oracle's
+ * optimum and proves it; deciding at the optimum fits, one unit below it
+ * (and below the largest fixed end) is refuted.  Invalid fixed offsets
+ * are refused as mp_fixed_validate refuses them. */
+static void test_exact_solve(void) {
+    uint64_t st = 17;
+    long runs = 0, below_base = 0;
+    for (int iter = 0; iter < 300; iter++) {
+        mp_buffer_t b[7];
+        uint64_t fx[7];
+        size_t n = 3 + (size_t)(mp_gen_next(&st) % 5);
+        mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), 7500 + (uint64_t)iter);
+        mp_bounds_t bd;
+        mp_plan_t base;
+        if (!MP_CHECK_OK(mp_bounds_compute(b, n, &bd))) continue;
+        fix_some(b, n, 1 + (size_t)(mp_gen_next(&st) % 3), bd.offsets + bd.offsets / 2, &st, fx);
+        if (!MP_CHECK_OK(mp_plan_compute_fixed(b, n, fx, "auto", &base))) continue;
+        uint64_t opt = optimum(b, n, fx), fend = fixed_end(b, n, fx);
+        runs++;
+        for (int naive = 0; naive <= 1; naive++) {
+            mp_exact_report_t r = exact(b, n, fx, naive, 0, base.footprint);
+            MP_CHECK(r.status == MP_EXACT_OPTIMAL && !r.hit_limit);
+            if (!MP_CHECK_EQ_U64(r.footprint, opt))
+                fprintf(stderr, "  iter %d n %zu naive %d: %llu, the oracle says %llu\n", iter, n,
+                        naive, (unsigned long long)r.footprint, (unsigned long long)opt);
+            below_base += !naive && r.footprint < base.footprint;
+        }
+        MP_CHECK(exact(b, n, fx, 1, opt, base.footprint).status == MP_EXACT_FITS);
+        if (opt > 1) MP_CHECK(exact(b, n, fx, 0, opt - 1, base.footprint).status == MP_EXACT_NO_FIT);
+        if (fend > 1) MP_CHECK(exact(b, n, fx, 0, fend - 1, base.footprint).status == MP_EXACT_NO_FIT);
+        mp_plan_free(&base);
+    }
+    MP_CHECK(below_base > 0); /* the search did improve on auto somewhere */
+    fprintf(stderr, "exact: %ld problems, %ld below auto's plan\n", runs, below_base);
+    /* a misaligned fixed offset: refused, the plan zeroed */
+    mp_buffer_t b[] = {{1, 0, 4, 100, 8}, {2, 2, 6, 50, 0}};
+    uint64_t fx[] = {4, MP_NOT_FIXED};
+    mp_exact_opts_t o = {.fixed = fx};
+    mp_plan_t p = {.n = 99};
+    MP_CHECK(mp_exact_solve(b, 2, &o, &p, NULL) == MP_EINVAL && p.n == 0 && !p.offset);
+    MP_CHECK(strstr(mp_last_error(), "alignment") != NULL);
+}
+
 /* The example of docs/exact.md: two buffers that cannot use the hole
  * below a fixed one must go above it. */
 static void test_example(void) {
@@ -312,6 +380,7 @@ static void test_example(void) {
 int main(void) {
     test_example();
     test_tiny();
+    test_exact_solve();
     test_larger();
     test_pools();
     return mp_test_finish("test_anytime_fixed");
