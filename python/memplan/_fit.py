@@ -168,6 +168,85 @@ class Planner:
                          sum(self.seconds[v] for v in rerun), "nested" if inner else kind,
                          self.variant)
 
+    def timeline_peak(self, cand):
+        """cand's planned peak with what torch holds beyond the plan's own
+        lifetimes placed at the steps where it is held (the candidate's
+        peak adds them as if held at its peak): each node's hidden bytes
+        from the step that last ran it to its gradient's; and, in a nested
+        run, what the reentrant checkpoint keeps until its whole backward
+        pass is done -- the rerun's outputs (its function's return value)
+        and the gradients that came in for them (the backward's
+        arguments), where the plan frees each after its last reader.
+        Lifetimes are the in-place storages' (what the plan's lower bound
+        counts: a gradient an add passes on is its input's storage, as in
+        torch).  Costs one more transform of the plan (about 10 ms on
+        ResNet-50)."""
+        plan = self._rerun_whole(self.remat.plan_mirror(cand.mirror, "checkpoint"), cand.runs,
+                                 cand.inner)
+        g = self.remat.apply(plan)
+        names = [g.nodes[v].name for v in g.order]
+        steps = {}
+        for i, nm in enumerate(names):
+            steps.setdefault(nm, []).append(i)
+        first, last = g.lifetimes()
+        shared = g.share(share=False)
+        storage, sizes = shared.storage, shared.storage_sizes
+        span = {}
+        for t, st in enumerate(storage):
+            if st is not None:
+                a, b = span.get(st, (first[t], last[t]))
+                span[st] = [min(a, first[t]), max(b, last[t])]
+        base = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()], len(names))
+        extra = []
+        for v, nbytes in self.hidden.items():
+            name = self.nodes[v].name
+            end = steps.get("bwd:" + name, [None])[-1]
+            if end is not None and nbytes:
+                ran = [i for i in steps.get("re:" + name, []) + steps.get(name, []) if i < end]
+                extra.append((max(ran, default=end), end, nbytes))
+        tensors = [(t.name, first[t.id], last[t.id], storage[t.id]) for t in g.tensors]
+        for group in cand.inner:
+            for r in group:
+                for st, end in self._nested_holds(r, steps, tensors):
+                    span[st][1] = max(span[st][1], end)
+        load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra, len(names))
+        hidden = self._hidden(cand.runs, cand.inner)
+        return cand.peak - hidden - max(base, default=0) + max(load, default=0)
+
+    def _nested_holds(self, run, steps, tensors):
+        """(storage, step) pairs: what the reentrant checkpoint of the
+        nested run holds up to the step of its last gradient."""
+        inside = set(run)
+        bwd = [steps["bwd:" + self.nodes[v].name][-1] for v in run
+               if "bwd:" + self.nodes[v].name in steps]
+        if not bwd:
+            return []
+        first_bwd, end = min(bwd), max(bwd)
+        again = {}
+        for v in run:
+            ran = [i for i in steps.get("re:" + self.nodes[v].name, ()) if i < first_bwd]
+            if ran:
+                again[v] = ran[-1]
+        if not again:
+            return []
+        start = min(again.values())
+        outs = {self.tensors[t].name for v in run for t in self.nodes[v].outputs
+                if any(u not in inside for u in self._tensor_readers(t))}
+        made = {again[v] for v in again
+                if any(self.tensors[t].name in outs for t in self.nodes[v].outputs)}
+        out = []
+        for name, a, b, st in tensors:
+            if st is None or b >= end:
+                continue
+            if a in made and name.startswith("re:"):
+                out.append((st, end))
+            elif name.startswith("grad:") and name[5:].split("@")[0] in outs and a < start <= b:
+                out.append((st, end))
+        return out
+
+    def _tensor_readers(self, t):
+        return [self.forward[p] for p in self._readers.get(t, ())]
+
     def _rerun_whole(self, plan, runs, inner=()):
         """plan (chen2016 Alg. 2: each value recomputed just before the first
         gradient that needs it, a run's outputs kept) as torch's checkpoint
@@ -370,6 +449,20 @@ class Planner:
         return runs, {name: k for k, r in enumerate(runs) for name in r}, nested
 
 
+def _curve(spans, steps):
+    """Live bytes at each of `steps` steps of (first, last, bytes) spans,
+    first and last inclusive."""
+    d = [0] * (steps + 1)
+    for a, b, nbytes in spans:
+        d[a] += nbytes
+        d[b + 1] -= nbytes
+    out, live = [], 0
+    for x in d[:steps]:
+        live += x
+        out.append(live)
+    return out
+
+
 def _pareto(cands):
     """The candidates no other one beats on both peak and extra seconds."""
     front, best = [], None
@@ -475,8 +568,9 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     none = next(c for c in variants[0][1] if not c.runs)
     done = _Done(budget, fwd, order, took)
     done.planners = [v[0] for v in variants]
+    tl = done.timeline = _Timeline(done.planners)
     if not verify:
-        pick = next((c for c in order if c.peak <= budget), None)
+        pick = next((c for c in order if tl.peak(c, budget) <= budget), None)
         if pick is None:
             raise _budget_error(budget, name, order, 0, None)
         return _build(model, done.planners[pick.variant], pick), done.result(pick, None, None, 0, 0)
@@ -495,7 +589,8 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     tried, unbuilt, fits, least = [], [], [], None
 
     def ok(c):
-        return (c.runs and c.peak + excess[c.variant] <= budget and c not in tried
+        limit = budget - excess[c.variant]
+        return (c.runs and tl.peak(c, limit) <= limit and c not in tried
                 and c not in unbuilt)
 
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
@@ -518,12 +613,42 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
         if peak <= budget:
             fits.append((secs, len(fits), peak, pick, module))
         else:
-            excess[pick.variant] = max(excess[pick.variant], peak - pick.peak)
+            excess[pick.variant] = max(excess[pick.variant], peak - tl.known(pick))
     if not fits:
         raise _budget_error(budget, name, order, min(excess), least)
     secs, _, peak, pick, module = _least_memory_of_fastest(fits)
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
+
+
+class _Timeline:
+    """Candidates' peaks placed on their plans' timelines
+    (Planner.timeline_peak), computed only where that can decide whether a
+    candidate fits: it costs a transform of the plan, and it can only lower
+    a plan without nested runs (by its hidden bytes, at most), while a
+    nested run's holds can raise it."""
+
+    def __init__(self, planners):
+        self.planners = planners
+        self.peaks = {}
+        self.seconds = 0.0
+
+    def peak(self, c, limit):
+        """c's planned peak where it decides c against limit bytes."""
+        if id(c) in self.peaks:
+            return self.peaks[id(c)][1]
+        p = self.planners[c.variant]
+        if not c.runs or (not c.inner and c.peak <= limit) or \
+                c.peak - p._hidden(c.runs, c.inner) > limit:
+            return c.peak
+        t = time.perf_counter()
+        self.peaks[id(c)] = (c, p.timeline_peak(c))     # c kept: its id stays its own
+        self.seconds += time.perf_counter() - t
+        return self.peaks[id(c)][1]
+
+    def known(self, c):
+        """c's timeline peak where computed, else its planned peak."""
+        return self.peaks.get(id(c), (c, c.peak))[1]
 
 
 TIE = 0.05     # step times within 5% of each other: a tie on this machine
@@ -544,14 +669,19 @@ class _Done:
         self.budget, self.fwd, self.cands, self.took = budget, fwd, cands, took
         self.steps = 0
         self.planners = []
+        self.timeline = None
 
     def result(self, cand, measured, plain, attempts, measuring):
         peak, secs = measured or (None, None)
         plain_peak, plain_s = plain or (None, None)
         fwd, fwd_s = self.fwd[cand.variant]
-        return FitResult(self.budget, peak, plain_peak, cand.peak, cand.extra_flops, fwd,
+        # the timelines computed while measuring count as planning
+        tl = self.timeline.seconds if self.timeline else 0.0
+        planned = self.timeline.known(cand) if self.timeline else cand.peak
+        return FitResult(self.budget, peak, plain_peak, planned, cand.extra_flops, fwd,
                          len(cand.runs), self.planners[cand.variant].names(cand)[0],
-                         len(self.cands), attempts, self.took[0], self.took[1], measuring, secs,
+                         len(self.cands), attempts, self.took[0], self.took[1] + tl,
+                         max(0.0, measuring - tl), secs,
                          plain_s, cand.extra_seconds, fwd_s,
                          sum(len(g) for g in cand.inner), self.steps,
                          self.planners[cand.variant].chunks,

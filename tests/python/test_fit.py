@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import memplan.torch as mpt                     # noqa: E402
-from memplan._fit import (Candidate, Planner, _least_memory_of_fastest, _next_trial,  # noqa: E402
-                          add_workspaces)
+from memplan._fit import (Candidate, Planner, _build, _least_memory_of_fastest,  # noqa: E402
+                          _next_trial, _variant, add_workspaces)
 from memplan._ckpt import rebuild   # noqa: E402
 from memplan._fx import capture, profile_nodes   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
@@ -292,3 +292,34 @@ class Workspace(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Timeline(unittest.TestCase):
+    def test_timeline_peak_tracks_nested_plans(self):
+        """ResNet-50 (4 x 3 x 64 x 64; maxpool's indices are hidden bytes,
+        every block a residual add): for fit's nested candidates,
+        Planner.timeline_peak -- hidden bytes held from the node's last
+        run to its gradient, a nested run's rerun outputs and incoming
+        gradients held through its backward pass -- is within 0.75% of
+        the measured peak (when written: -0.07 to -0.56%), where the
+        candidate's own peak, which adds the hidden bytes at its peak, is
+        more than 1% above on some (+1.4%).  The plain excess is taken off
+        both, as fit does."""
+        import torchvision
+        torch.manual_seed(0)
+        model, x = torchvision.models.resnet50(), torch.randn(4, 3, 64, 64)
+        p, cands, _ = _variant(model, (x,), "r50", {}, 0)
+        excess = mpt.measure_peak(model, x) - next(c for c in cands if not c.runs).peak
+        worst_old = 0.0
+        built = 0
+        for c in [c for c in cands if c.kind == "nested"]:
+            try:
+                measured = mpt.measure_peak(_build(model, p, c), x)
+            except RuntimeError:        # a part torch cannot rerun (fit skips it too)
+                continue
+            built += 1
+            tl = (p.timeline_peak(c) + excess - measured) / measured
+            self.assertLess(abs(tl), 0.0075, (c.runs, tl))
+            worst_old = max(worst_old, (c.peak + excess - measured) / measured)
+        self.assertGreaterEqual(built, 6)
+        self.assertGreater(worst_old, 0.01)
