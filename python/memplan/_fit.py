@@ -572,7 +572,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     if not verify:
         pick = next((c for c in order if tl.peak(c, budget) <= budget), None)
         if pick is None:
-            raise _budget_error(budget, name, order, 0, None)
+            raise _budget_error(budget, name, tl.least(order), 0, None)
         return _build(model, done.planners[pick.variant], pick), done.result(pick, None, None, 0, 0)
     t1 = time.perf_counter()
     plain, plain_s = measure_step(model, inputs, loss_fn)
@@ -615,7 +615,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
         else:
             excess[pick.variant] = max(excess[pick.variant], peak - tl.known(pick))
     if not fits:
-        raise _budget_error(budget, name, order, min(excess), least)
+        raise _budget_error(budget, name, tl.least(order), min(excess), least)
     secs, _, peak, pick, module = _least_memory_of_fastest(fits)
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
@@ -637,14 +637,35 @@ class _Timeline:
         """c's planned peak where it decides c against limit bytes."""
         if id(c) in self.peaks:
             return self.peaks[id(c)][1]
-        p = self.planners[c.variant]
-        if not c.runs or (not c.inner and c.peak <= limit) or \
-                c.peak - p._hidden(c.runs, c.inner) > limit:
+        if not c.runs or (not c.inner and c.peak <= limit) or self._low(c) > limit:
             return c.peak
-        t = time.perf_counter()
-        self.peaks[id(c)] = (c, p.timeline_peak(c))     # c kept: its id stays its own
-        self.seconds += time.perf_counter() - t
+        return self.exact(c)
+
+    def exact(self, c):
+        """c's timeline peak (computed once)."""
+        if id(c) not in self.peaks:
+            t = time.perf_counter()
+            self.peaks[id(c)] = (c, self.planners[c.variant].timeline_peak(c))  # c kept: its id
+            self.seconds += time.perf_counter() - t                          # stays its own
         return self.peaks[id(c)][1]
+
+    def _low(self, c):
+        """What c's timeline peak is at least: its hidden bytes off."""
+        return c.peak - self.planners[c.variant]._hidden(c.runs, c.inner)
+
+    def least(self, cands):
+        """The candidate with the least timeline peak, computing only those
+        whose least possible one is below the best found."""
+        best, peak = None, None
+        for c in sorted((c for c in cands if c.runs), key=self._low):
+            if peak is not None and self._low(c) >= peak:
+                break
+            if peak is None or self.exact(c) < peak:
+                best, peak = c, self.exact(c)
+        if best is None:                 # nothing to checkpoint: the plain plan
+            best = min(cands, key=lambda c: c.peak)
+            peak = best.peak
+        return best, peak
 
     def known(self, c):
         """c's timeline peak where computed, else its planned peak."""
@@ -695,10 +716,11 @@ def _build(model, planner, cand):
     return module
 
 
-def _budget_error(budget, name, cands, excess, least_measured):
-    least = min(cands, key=lambda c: c.peak)
+def _budget_error(budget, name, least, excess, least_measured):
+    """least: (candidate, its timeline peak) of the least planned one."""
+    peak = least[1]
     what = (f"the smallest measured peak was {least_measured} bytes" if least_measured else
-            f"the smallest planned peak is {least.peak} bytes ({excess:+d} bytes measured "
+            f"the smallest planned peak is {peak} bytes ({excess:+d} bytes measured "
             f"beside the plan)")
     return BudgetError(f"budget {budget} bytes cannot be met by checkpointing {name}: {what}",
-                       least_measured or least.peak + excess)
+                       least_measured or peak + excess)
