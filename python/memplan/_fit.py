@@ -41,7 +41,7 @@ import json
 import time
 from collections import namedtuple
 
-from . import lib
+from . import _timeline, lib
 from ._ckpt import rebuild
 from ._fx import capture, profile_nodes, rnn_chunks
 from ._measure import measure_step
@@ -169,83 +169,9 @@ class Planner:
                          self.variant)
 
     def timeline_peak(self, cand):
-        """cand's planned peak with what torch holds beyond the plan's own
-        lifetimes placed at the steps where it is held (the candidate's
-        peak adds them as if held at its peak): each node's hidden bytes
-        from the step that last ran it to its gradient's; and, in a nested
-        run, what the reentrant checkpoint keeps until its whole backward
-        pass is done -- the rerun's outputs (its function's return value)
-        and the gradients that came in for them (the backward's
-        arguments), where the plan frees each after its last reader.
-        Lifetimes are the in-place storages' (what the plan's lower bound
-        counts: a gradient an add passes on is its input's storage, as in
-        torch).  Costs one more transform of the plan (about 10 ms on
-        ResNet-50)."""
-        plan = self._rerun_whole(self.remat.plan_mirror(cand.mirror, "checkpoint"), cand.runs,
-                                 cand.inner)
-        g = self.remat.apply(plan)
-        names = [g.nodes[v].name for v in g.order]
-        steps = {}
-        for i, nm in enumerate(names):
-            steps.setdefault(nm, []).append(i)
-        first, last = g.lifetimes()
-        shared = g.share(share=False)
-        storage, sizes = shared.storage, shared.storage_sizes
-        span = {}
-        for t, st in enumerate(storage):
-            if st is not None:
-                a, b = span.get(st, (first[t], last[t]))
-                span[st] = [min(a, first[t]), max(b, last[t])]
-        base = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()], len(names))
-        extra = []
-        for v, nbytes in self.hidden.items():
-            name = self.nodes[v].name
-            end = steps.get("bwd:" + name, [None])[-1]
-            if end is not None and nbytes:
-                ran = [i for i in steps.get("re:" + name, []) + steps.get(name, []) if i < end]
-                extra.append((max(ran, default=end), end, nbytes))
-        tensors = [(t.name, first[t.id], last[t.id], storage[t.id]) for t in g.tensors]
-        for group in cand.inner:
-            for r in group:
-                for st, end in self._nested_holds(r, steps, tensors):
-                    span[st][1] = max(span[st][1], end)
-        load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra, len(names))
-        hidden = self._hidden(cand.runs, cand.inner)
-        return cand.peak - hidden - max(base, default=0) + max(load, default=0)
-
-    def _nested_holds(self, run, steps, tensors):
-        """(storage, step) pairs: what the reentrant checkpoint of the
-        nested run holds up to the step of its last gradient."""
-        inside = set(run)
-        bwd = [steps["bwd:" + self.nodes[v].name][-1] for v in run
-               if "bwd:" + self.nodes[v].name in steps]
-        if not bwd:
-            return []
-        first_bwd, end = min(bwd), max(bwd)
-        again = {}
-        for v in run:
-            ran = [i for i in steps.get("re:" + self.nodes[v].name, ()) if i < first_bwd]
-            if ran:
-                again[v] = ran[-1]
-        if not again:
-            return []
-        start = min(again.values())
-        outs = {self.tensors[t].name for v in run for t in self.nodes[v].outputs
-                if any(u not in inside for u in self._tensor_readers(t))}
-        made = {again[v] for v in again
-                if any(self.tensors[t].name in outs for t in self.nodes[v].outputs)}
-        out = []
-        for name, a, b, st in tensors:
-            if st is None or b >= end:
-                continue
-            if a in made and name.startswith("re:"):
-                out.append((st, end))
-            elif name.startswith("grad:") and name[5:].split("@")[0] in outs and a < start <= b:
-                out.append((st, end))
-        return out
-
-    def _tensor_readers(self, t):
-        return [self.forward[p] for p in self._readers.get(t, ())]
+        """cand's planned peak with what torch holds beside the plan placed
+        at the steps where it holds it (memplan._timeline)."""
+        return _timeline.timeline_peak(self, cand)
 
     def _rerun_whole(self, plan, runs, inner=()):
         """plan (chen2016 Alg. 2: each value recomputed just before the first
@@ -449,20 +375,6 @@ class Planner:
         return runs, {name: k for k, r in enumerate(runs) for name in r}, nested
 
 
-def _curve(spans, steps):
-    """Live bytes at each of `steps` steps of (first, last, bytes) spans,
-    first and last inclusive."""
-    d = [0] * (steps + 1)
-    for a, b, nbytes in spans:
-        d[a] += nbytes
-        d[b + 1] -= nbytes
-    out, live = [], 0
-    for x in d[:steps]:
-        live += x
-        out.append(live)
-    return out
-
-
 def _pareto(cands):
     """The candidates no other one beats on both peak and extra seconds."""
     front, best = [], None
@@ -568,7 +480,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     none = next(c for c in variants[0][1] if not c.runs)
     done = _Done(budget, fwd, order, took)
     done.planners = [v[0] for v in variants]
-    tl = done.timeline = _Timeline(done.planners)
+    tl = done.timeline = _timeline.Timeline(done.planners)
     if not verify:
         pick = next((c for c in order if tl.peak(c, budget) <= budget), None)
         if pick is None:
@@ -619,57 +531,6 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     secs, _, peak, pick, module = _least_memory_of_fastest(fits)
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
-
-
-class _Timeline:
-    """Candidates' peaks placed on their plans' timelines
-    (Planner.timeline_peak), computed only where that can decide whether a
-    candidate fits: it costs a transform of the plan, and it can only lower
-    a plan without nested runs (by its hidden bytes, at most), while a
-    nested run's holds can raise it."""
-
-    def __init__(self, planners):
-        self.planners = planners
-        self.peaks = {}
-        self.seconds = 0.0
-
-    def peak(self, c, limit):
-        """c's planned peak where it decides c against limit bytes."""
-        if id(c) in self.peaks:
-            return self.peaks[id(c)][1]
-        if not c.runs or (not c.inner and c.peak <= limit) or self._low(c) > limit:
-            return c.peak
-        return self.exact(c)
-
-    def exact(self, c):
-        """c's timeline peak (computed once)."""
-        if id(c) not in self.peaks:
-            t = time.perf_counter()
-            self.peaks[id(c)] = (c, self.planners[c.variant].timeline_peak(c))  # c kept: its id
-            self.seconds += time.perf_counter() - t                          # stays its own
-        return self.peaks[id(c)][1]
-
-    def _low(self, c):
-        """What c's timeline peak is at least: its hidden bytes off."""
-        return c.peak - self.planners[c.variant]._hidden(c.runs, c.inner)
-
-    def least(self, cands):
-        """The candidate with the least timeline peak, computing only those
-        whose least possible one is below the best found."""
-        best, peak = None, None
-        for c in sorted((c for c in cands if c.runs), key=self._low):
-            if peak is not None and self._low(c) >= peak:
-                break
-            if peak is None or self.exact(c) < peak:
-                best, peak = c, self.exact(c)
-        if best is None:                 # nothing to checkpoint: the plain plan
-            best = min(cands, key=lambda c: c.peak)
-            peak = best.peak
-        return best, peak
-
-    def known(self, c):
-        """c's timeline peak where computed, else its planned peak."""
-        return self.peaks.get(id(c), (c, c.peak))[1]
 
 
 TIE = 0.05     # step times within 5% of each other: a tie on this machine

@@ -1,0 +1,161 @@
+"""What torch holds beside a checkpointing plan, placed on the plan's own
+timeline, for memplan.torch.fit (_fit.Planner).
+
+A candidate's planned peak (Planner.evaluate) adds the bytes autograd
+saves inside opaque nodes (maxpool's indices, an attention's copies) as if
+all were held at the plan's peak, and it does not see what a nested run's
+reentrant checkpoint holds through its backward pass.  timeline_peak
+transforms the plan once more and places both where torch holds them;
+Timeline computes it only for the candidates whose fit it can decide.
+"""
+
+import time
+
+
+def timeline_peak(planner, cand):
+    """cand's planned peak with what torch holds beyond the plan's own
+    lifetimes placed at the steps where it is held (the candidate's
+    peak adds them as if held at its peak): each node's hidden bytes
+    from the step that last ran it to its gradient's; and, in a nested
+    run, what the reentrant checkpoint keeps until its whole backward
+    pass is done -- the rerun's outputs (its function's return value)
+    and the gradients that came in for them (the backward's
+    arguments), where the plan frees each after its last reader.
+    Lifetimes are the in-place storages' (what the plan's lower bound
+    counts).  Not modelled: torch's add passes one gradient tensor on to
+    both its inputs, where the plan has two, which the holds can then
+    count twice (docs/python.md).  Costs one more transform of the plan
+    (about 10 ms on ResNet-50)."""
+    plan = planner._rerun_whole(planner.remat.plan_mirror(cand.mirror, "checkpoint"),
+                                cand.runs, cand.inner)
+    g = planner.remat.apply(plan)
+    names = [g.nodes[v].name for v in g.order]
+    steps = {}
+    for i, nm in enumerate(names):
+        steps.setdefault(nm, []).append(i)
+    first, last = g.lifetimes()
+    shared = g.share(share=False)
+    storage, sizes = shared.storage, shared.storage_sizes
+    span = {}
+    for t, st in enumerate(storage):
+        if st is not None:
+            a, b = span.get(st, (first[t], last[t]))
+            span[st] = [min(a, first[t]), max(b, last[t])]
+    base = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()], len(names))
+    extra = []
+    for v, nbytes in planner.hidden.items():
+        name = planner.nodes[v].name
+        end = steps.get("bwd:" + name, [None])[-1]
+        if end is not None and nbytes:
+            ran = [i for i in steps.get("re:" + name, []) + steps.get(name, []) if i < end]
+            extra.append((max(ran, default=end), end, nbytes))
+    tensors = [(t.name, first[t.id], last[t.id], storage[t.id]) for t in g.tensors]
+    for group in cand.inner:
+        for r in group:
+            for st, end in _nested_holds(planner, r, steps, tensors):
+                span[st][1] = max(span[st][1], end)
+    load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra, len(names))
+    hidden = planner._hidden(cand.runs, cand.inner)
+    return cand.peak - hidden - max(base, default=0) + max(load, default=0)
+
+
+def _nested_holds(planner, run, steps, tensors):
+    """(storage, step) pairs: what the reentrant checkpoint of the
+    nested run holds up to the step of its last gradient."""
+    inside = set(run)
+    bwd = [steps["bwd:" + planner.nodes[v].name][-1] for v in run
+           if "bwd:" + planner.nodes[v].name in steps]
+    if not bwd:
+        return []
+    first_bwd, end = min(bwd), max(bwd)
+    again = {}
+    for v in run:
+        ran = [i for i in steps.get("re:" + planner.nodes[v].name, ()) if i < first_bwd]
+        if ran:
+            again[v] = ran[-1]
+    if not again:
+        return []
+    start = min(again.values())
+    outs = {planner.tensors[t].name for v in run for t in planner.nodes[v].outputs
+            if any(u not in inside for u in _tensor_readers(planner, t))}
+    made = {again[v] for v in again
+            if any(planner.tensors[t].name in outs for t in planner.nodes[v].outputs)}
+    out = []
+    for name, a, b, st in tensors:
+        if st is None or b >= end:
+            continue
+        if a in made and name.startswith("re:"):
+            out.append((st, end))
+        elif name.startswith("grad:") and name[5:].split("@")[0] in outs and a < start <= b:
+            out.append((st, end))
+    return out
+
+
+def _tensor_readers(planner, t):
+    """The forward nodes that read tensor t."""
+    return [planner.forward[p] for p in planner._readers.get(t, ())]
+
+
+def _curve(spans, steps):
+    """Live bytes at each of `steps` steps of (first, last, bytes) spans,
+    first and last inclusive."""
+    d = [0] * (steps + 1)
+    for a, b, nbytes in spans:
+        d[a] += nbytes
+        d[b + 1] -= nbytes
+    out, live = [], 0
+    for x in d[:steps]:
+        live += x
+        out.append(live)
+    return out
+
+
+class Timeline:
+    """Candidates' peaks placed on their plans' timelines
+    (Planner.timeline_peak), computed only where that can decide whether a
+    candidate fits: it costs a transform of the plan, and it can only lower
+    a plan without nested runs (by its hidden bytes, at most), while a
+    nested run's holds can raise it."""
+
+    def __init__(self, planners):
+        self.planners = planners
+        self.peaks = {}
+        self.seconds = 0.0
+
+    def peak(self, c, limit):
+        """c's planned peak where it decides c against limit bytes."""
+        if id(c) in self.peaks:
+            return self.peaks[id(c)][1]
+        if not c.runs or (not c.inner and c.peak <= limit) or self._low(c) > limit:
+            return c.peak
+        return self.exact(c)
+
+    def exact(self, c):
+        """c's timeline peak (computed once)."""
+        if id(c) not in self.peaks:
+            t = time.perf_counter()
+            self.peaks[id(c)] = (c, self.planners[c.variant].timeline_peak(c))  # c kept: its id
+            self.seconds += time.perf_counter() - t                          # stays its own
+        return self.peaks[id(c)][1]
+
+    def _low(self, c):
+        """What c's timeline peak is at least: its hidden bytes off."""
+        return c.peak - self.planners[c.variant]._hidden(c.runs, c.inner)
+
+    def least(self, cands):
+        """The candidate with the least timeline peak, computing only those
+        whose least possible one is below the best found."""
+        best, peak = None, None
+        for c in sorted((c for c in cands if c.runs), key=self._low):
+            if peak is not None and self._low(c) >= peak:
+                break
+            if peak is None or self.exact(c) < peak:
+                best, peak = c, self.exact(c)
+        if best is None:                 # nothing to checkpoint: the plain plan
+            best = min(cands, key=lambda c: c.peak)
+            peak = best.peak
+        return best, peak
+
+    def known(self, c):
+        """c's timeline peak where computed, else its planned peak."""
+        return self.peaks.get(id(c), (c, c.peak))[1]
