@@ -120,6 +120,7 @@ class Timeline:
     def __init__(self, planners):
         self.planners = planners
         self.peaks = {}
+        self.lows = {}
         self.seconds = 0.0
 
     def peak(self, c, limit):
@@ -139,8 +140,11 @@ class Timeline:
         return self.peaks[id(c)][1]
 
     def _low(self, c):
-        """What c's timeline peak is at least: its hidden bytes off."""
-        return c.peak - self.planners[c.variant]._hidden(c.runs, c.inner)
+        """What c's timeline peak is at least: its hidden bytes off (fit
+        asks for every candidate at each trial: computed once)."""
+        if id(c) not in self.lows:
+            self.lows[id(c)] = (c, c.peak - self.planners[c.variant]._hidden(c.runs, c.inner))
+        return self.lows[id(c)][1]
 
     def least(self, cands):
         """The candidate with the least timeline peak, computing only those
@@ -149,8 +153,9 @@ class Timeline:
         for c in sorted((c for c in cands if c.runs), key=self._low):
             if peak is not None and self._low(c) >= peak:
                 break
-            if peak is None or self.exact(c) < peak:
-                best, peak = c, self.exact(c)
+            here = self.exact(c)
+            if peak is None or here < peak:
+                best, peak = c, here
         if best is None:                 # nothing to checkpoint: the plain plan
             best = min(cands, key=lambda c: c.peak)
             peak = best.peak

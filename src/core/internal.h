@@ -140,6 +140,13 @@ void mp__fit_scratch_free(mp__fit_scratch *sc);
 mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                           const char *path, const size_t *line);
 
+/* How many buffers fixed[] fixes (fixed NULL: none). */
+size_t mp__fixed_count(const uint64_t *fixed, size_t n);
+
+/* The highest end of a fixed buffer, offset + size (0: none fixed): every
+ * plan's footprint is at least this. */
+uint64_t mp__fixed_end(const mp_buffer_t *b, size_t n, const uint64_t *fixed);
+
 
 /* ---- ordered set -------------------------------------------------------
  * A treap of distinct keys (k1, k2) ordered lexicographically, with O(log n)

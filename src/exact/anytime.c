@@ -225,9 +225,8 @@ mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t 
     if (s != MP_OK) return s;
     shared sh = {.b = b, .n = n, .o = o, .t0 = t0, .best = off, .fp = fp, .lb = load,
                  .source = *source, .start_strategy = *source};
-    for (size_t i = 0; o->fixed && i < n; i++)
-        if (o->fixed[i] != MP_NOT_FIXED) /* a fixed end bounds every plan */
-            sh.fixed = o->fixed, sh.lb = mp__max64(sh.lb, o->fixed[i] + b[i].size);
+    if (mp__fixed_count(o->fixed, n)) /* a fixed end bounds every plan */
+        sh.fixed = o->fixed, sh.lb = mp__max64(sh.lb, mp__fixed_end(b, n, o->fixed));
     sh.deadline = t0 + (o->time_limit > 0 ? o->time_limit : 0);
     atomic_init(&sh.stop, 0);
     if (pthread_mutex_init(&sh.mu, NULL) != 0)
@@ -258,8 +257,7 @@ mp_status mp_plan_auto_opts(const mp_buffer_t *b, size_t n, const mp_auto_opts_t
     const mp_auto_opts_t *o = opts ? opts : &none;
     if (o->time_limit != o->time_limit)
         return mp__err(MP_EINVAL, "mp_plan_auto_opts: time_limit is not a number");
-    size_t nf = 0;
-    for (size_t i = 0; o->fixed && i < n; i++) nf += o->fixed[i] != MP_NOT_FIXED;
+    size_t nf = mp__fixed_count(o->fixed, n);
     mp_exact_opts_t xo;
     mp_buffer_t *nb;
     const mp__strategy *st = NULL;

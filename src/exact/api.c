@@ -243,9 +243,7 @@ static mp_status run_from(const mp_buffer_t *b, size_t n, const mp_exact_opts_t 
     mp_status s = mp__offsets_bound(b, n, &rep->load_bound);
     if (s != MP_OK) return s;
     rep->start = mp__footprint(b, n, off);
-    uint64_t cap = o->capacity, lb0 = rep->load_bound; /* and the fixed ends: */
-    for (size_t i = 0; r.fixed && i < n; i++)
-        if (r.fixed[i] != MP_NOT_FIXED) lb0 = mp__max64(lb0, r.fixed[i] + b[i].size);
+    uint64_t cap = o->capacity, lb0 = mp__max64(rep->load_bound, mp__fixed_end(b, n, r.fixed));
     bool settled = cap ? rep->start <= cap || lb0 > cap : rep->start == lb0;
     if (!settled) s = setup_parts(&r);
     if (!settled && s == MP_OK) s = cap ? decide(&r, cap) : minimise(&r);
@@ -284,8 +282,7 @@ static mp_status exact_run(const mp_buffer_t *b, size_t n, const mp_exact_opts_t
     mp_auto_report_t ar = {0};
     mp_status s;
     const char *from = "naive";
-    bool any = false;
-    for (size_t i = 0; o->fixed && i < n && !any; i++) any = o->fixed[i] != MP_NOT_FIXED;
+    bool any = mp__fixed_count(o->fixed, n) > 0;
     mp__xhooks h = {.fixed = o->fixed};
     if (any) {
         const mp__strategy *st;

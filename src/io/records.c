@@ -240,8 +240,7 @@ static mp_status read_records(const char *path, mp_buffer_t **out, size_t *n_out
     if (s == MP_OK && fixed_out && L.col[C_OFFSET] >= 0)
         s = pool_out ? mp__fixed_check_pools(b, n, fixed, pool, rp->pools, rp->k, path, line)
                      : mp__fixed_check(b, n, fixed, path, line);
-    size_t n_fixed = 0;
-    for (size_t i = 0; fixed && i < n; i++) n_fixed += fixed[i] != MP_NOT_FIXED;
+    size_t n_fixed = mp__fixed_count(fixed, n);
     if (s == MP_OK && fixed_out && (L.col[C_OFFSET] < 0 || !n_fixed))
         free(fixed), fixed = NULL, free(pool), pool = NULL;
     mp__lines_close(&r);

@@ -91,6 +91,19 @@ static mp_status collisions(const mp_buffer_t *b, size_t n, const uint64_t *fixe
     return s;
 }
 
+size_t mp__fixed_count(const uint64_t *fixed, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; fixed && i < n; i++) k += fixed[i] != MP_NOT_FIXED;
+    return k;
+}
+
+uint64_t mp__fixed_end(const mp_buffer_t *b, size_t n, const uint64_t *fixed) {
+    uint64_t end = 0;
+    for (size_t i = 0; fixed && i < n; i++)
+        if (fixed[i] != MP_NOT_FIXED) end = mp__max64(end, fixed[i] + b[i].size);
+    return end;
+}
+
 mp_status mp__fixed_check(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                           const char *path, const size_t *line) {
     if (!fixed) return MP_OK;
@@ -265,9 +278,7 @@ mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *
                                 const char *strategy, mp_plan_t *out) {
     if (!out) return mp__err(MP_EINVAL, "mp_plan_compute_fixed: NULL plan");
     memset(out, 0, sizeof *out);
-    size_t k = 0;
-    for (size_t i = 0; fixed && i < n; i++) k += fixed[i] != MP_NOT_FIXED;
-    if (k == 0) return mp_plan_compute(b, n, strategy, out);
+    if (mp__fixed_count(fixed, n) == 0) return mp_plan_compute(b, n, strategy, out);
     const mp__strategy *st;
     mp_status s = mp__offset_strategy(strategy, "place around fixed offsets", &st);
     if (s != MP_OK) return s;
