@@ -55,3 +55,13 @@ if(CMAKE_BUILD_TYPE STREQUAL "Release" AND NOT MP_SANITIZE)
            $<TARGET_FILE:memplan> ${MP_HARD_G})
   set_tests_properties(cli_exact_default_g PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 200)
 endif()
+
+# The plans stored by bench/exact/close (bench/exact/certificates/) against
+# MiniMalloc's instances: checker, footprint claimed, and the max-load bound
+# met where the claim is "optimal" (tests/exact/test_close.c).  Skipped (77)
+# without ../shared/dsa-bench.
+add_executable(test_close ${CMAKE_CURRENT_LIST_DIR}/test_close.c)
+target_link_libraries(test_close PRIVATE mp_testlib)
+add_test(NAME test_close COMMAND test_close ${CMAKE_SOURCE_DIR}/../shared/dsa-bench
+         ${CMAKE_SOURCE_DIR}/bench/exact/certificates)
+set_tests_properties(test_close PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
