@@ -57,6 +57,7 @@ typedef struct closer {
     const char *out_path;
     double t0;
     uint64_t nodes, moves, inserts, ejects, repacks;
+    uint64_t since;            /* moves since the penalty last fell */
     uint64_t answers[3], lifted;   /* decisions by answer; lifted buffers in all */
 } closer;
 
@@ -249,7 +250,9 @@ static void move(closer *z, bool *better) {
             break;
         }
     uint32_t sa, sz;
-    uint64_t lo, hi, budget = (uint64_t)1000 << (rnd(z) % 5);
+    /* node budgets of 1000..16000, up to 256 000 the longer no move helped */
+    unsigned stuck = z->since / 2000 < 4 ? (unsigned)(z->since / 2000) : 4;
+    uint64_t lo, hi, budget = (uint64_t)1000 << (rnd(z) % (5 + stuck));
     z->moves++;
     size_t m = window(z, o, &sa, &sz, &lo, &hi, &nl);
     if (rnd(z) % 5 == 0) { /* a plateau move: re-pack the window without o */
@@ -407,6 +410,7 @@ int main(int argc, char **argv) {
             uint64_t down = (uint64_t)((double)z.load * step / 100.0) / z.unit * z.unit;
             z.cap = z.cap - z.load > down ? z.cap - (down ? down : z.unit) : z.load;
             split_at_target(&z, z.best);
+            z.since = 0;
             fprintf(stderr, "%8.1f s  next target %llu (%+.3f%%): %zu buffers above it\n",
                     mp__xnow() - z.t0, (unsigned long long)z.cap,
                     100.0 * ((double)z.cap - (double)z.load) / (double)z.load, count_out(&z));
@@ -414,6 +418,7 @@ int main(int argc, char **argv) {
         }
         bool better;
         move(&z, &better);
+        z.since = better ? 0 : z.since + 1;
         if (better) offer_whole(&z, "repair");
         if (mp__xnow() - last_report > report_every) {
             last_report = mp__xnow();
