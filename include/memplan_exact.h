@@ -108,9 +108,12 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
  * buffers clipped to windows of time across the whole run (the fullest
  * first, widening until the window is the whole problem), each window's
  * capacities refuted by the exact search raise it, within the limits of
- * opts (NULL: the defaults; capacity, no_heuristics and fixed are
- * ignored: the bound is for free buffers).  Above
- * 3000 buffers it is the max-load bound. */
+ * opts (NULL: the defaults; capacity and no_heuristics are ignored).
+ * With opts->fixed the bound is for the plans that keep those buffers at
+ * their offsets: at least the largest fixed end, and each window's search
+ * takes the fixed buffers live in it as obstacles (the fixed offsets are
+ * validated first, as mp_fixed_validate).  Above 3000 buffers it is the
+ * max-load bound (and the largest fixed end). */
 mp_status mp_exact_lower_bound(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                                uint64_t *lower_bound);
 

@@ -41,10 +41,13 @@ mp_status mp_fixed_validate(const mp_buffer_t *b, size_t n, const uint64_t *fixe
  * lowest offset clear of them (first fit, in the order of the strategy's
  * offsets).  "auto" keeps the best of its candidates so treated and of a
  * first fit of the free buffers by decreasing size around the fixed ones.
- * Shared-object strategies and "exact" cannot take fixed buffers here:
- * MP_EINVAL naming the strategy (the exact search takes them through
- * mp_exact_solve's opts.fixed).  fixed NULL (or nothing fixed):
- * mp_plan_compute. */
+ * "exact" is mp_exact_solve with the default options
+ * (mp_exact_opts_default) and opts.fixed: its search places the free
+ * buffers with the fixed ones as obstacles, from auto's plan around them,
+ * so it is never above "auto" here; its report is not returned (call
+ * mp_exact_solve for the proof).  Shared-object strategies cannot take
+ * fixed buffers: MP_EINVAL naming the strategy.  fixed NULL (or nothing
+ * fixed): mp_plan_compute. */
 mp_status mp_plan_compute_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                                 const char *strategy, mp_plan_t *out);
 
@@ -100,9 +103,10 @@ mp_status mp_records_read_pools(const char *path, const mp_pool_t *pools, size_t
 /* Fills the k pools in order with the named offset strategy (or "auto"):
  * per pool, the strategy plans every buffer still unplaced; the pool keeps
  * the buffers that end within its capacity there, then, largest first, any
- * other that still fits by first fit; the rest go on.  MP_EINVAL when
- * buffers are left after the last pool (make it unlimited) or for a
- * shared-object strategy or "exact".  Free *out with mp_pool_plan_free. */
+ * other that still fits by first fit; the rest go on.  "exact" plans
+ * each pool with mp_exact_solve's defaults (its limits apply per pool).
+ * MP_EINVAL when buffers are left after the last pool (make it unlimited)
+ * or for a shared-object strategy.  Free *out with mp_pool_plan_free. */
 mp_status mp_plan_pools(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
                         const char *strategy, mp_pool_plan_t *out);
 
@@ -138,12 +142,15 @@ typedef struct mp_pool_opts_t {
  * of it when the pool takes every buffer left, as the last does), and the
  * pool keeps the better of the plain and the improved filling: more bytes,
  * then a smaller footprint; so, pool by pool, given the buffers that reach
- * it, never worse than without the limit.  report (NULL, or k entries) gets
- * per pool: footprint, lower_bound proven for the buffers it holds (the
- * anytime search's when the pool holds all it planned, else their max-load
- * bound), load_bound, status (MP_EXACT_OPTIMAL or MP_EXACT_GAP), start (the
- * footprint without the time limit), start_strategy, nodes, seconds,
- * hit_limit.  On failure *out is empty. */
+ * it, never worse than without the limit.  With the strategy "exact" (no
+ * time limit) each pool's search is mp_exact_solve's, the pool's fixed
+ * buffers its obstacles.  report (NULL, or k entries) gets per pool:
+ * footprint, lower_bound proven for the buffers it holds (the anytime or
+ * exact search's when the pool holds all it planned, else the larger of
+ * their max-load bound and their largest fixed end), load_bound, status
+ * (MP_EXACT_OPTIMAL or MP_EXACT_GAP), start (the footprint without the
+ * time limit; with "exact", the pool's own footprint), start_strategy,
+ * nodes, seconds, hit_limit.  On failure *out is empty. */
 mp_status mp_plan_pools_opts(const mp_buffer_t *b, size_t n, const mp_pool_t *pools, size_t k,
                              const mp_pool_opts_t *opts, mp_pool_plan_t *out,
                              mp_exact_report_t *report);

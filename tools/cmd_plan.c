@@ -38,7 +38,9 @@ static const char help[] =
     "                   the records' optional pool column names it (empty: the\n"
     "                   first); fixed buffers are placed first, each within its\n"
     "                   pool's capacity.  With --time-limit each pool's plan is\n"
-    "                   improved for its share of the time, and its proof printed\n"
+    "                   improved for its share of the time, and its proof printed;\n"
+    "                   with --strategy exact each pool is searched (its fixed\n"
+    "                   buffers as obstacles) and its proof printed\n"
     "  --model NAME     plan a built-in model ('memplan models') instead of a file;\n"
     "                   a name that is no built-in model but a file (records exported\n"
     "                   earlier, e.g. by 'memplan models --write') is read as RECORDS.csv\n"
@@ -146,9 +148,10 @@ static void pool_progress(void *ctx, size_t pool, const mp_anytime_progress_t *p
     progress_line(prefix, p);
 }
 
-/* --pools --time-limit: what each pool's search proved. */
+/* --pools --time-limit or --strategy exact: what each pool's search proved
+ * (exact: no plan "without the limit" to name). */
 static void print_pool_proofs(const mp_pool_t *pools, size_t k, const mp_exact_report_t *r,
-                              bool json) {
+                              bool json, bool exact) {
     for (size_t j = 0; j < k; j++) {
         double lb = (double)r[j].lower_bound;
         double gap = lb > 0 ? 100.0 * ((double)r[j].footprint - lb) / lb : 0;
@@ -162,12 +165,17 @@ static void print_pool_proofs(const mp_pool_t *pools, size_t k, const mp_exact_r
                    r[j].seconds, r[j].hit_limit ? "true" : "false");
             continue;
         }
-        printf("pool %s --time-limit: %s, lower bound %llu for its buffers; without the limit %llu; %.2f s\n",
-               pools[j].name, r[j].status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap",
-               (unsigned long long)r[j].lower_bound, (unsigned long long)r[j].start, r[j].seconds);
+        const char *status = r[j].status == MP_EXACT_OPTIMAL ? "optimal (proven)" : "gap";
+        if (exact)
+            printf("pool %s exact: %s, lower bound %llu for its buffers; %.2f s\n", pools[j].name,
+                   status, (unsigned long long)r[j].lower_bound, r[j].seconds);
+        else
+            printf("pool %s --time-limit: %s, lower bound %llu for its buffers; without the limit %llu; %.2f s\n",
+                   pools[j].name, status, (unsigned long long)r[j].lower_bound,
+                   (unsigned long long)r[j].start, r[j].seconds);
         if (r[j].status != MP_EXACT_OPTIMAL)
             printf("pool %s: proven gap %.3f%% above the lower bound%s\n", pools[j].name, gap,
-                   r[j].hit_limit ? " (time ran out)" : "");
+                   !r[j].hit_limit ? "" : exact ? " (stopped by MEMPLAN_EXACT_TIME/_NODES)" : " (time ran out)");
     }
 }
 
@@ -205,19 +213,20 @@ static int plan_pools(const opts *o) {
     }
     double ms = cli_now_ms() - t0;
     bool valid = mp_pool_plan_check_fixed(b, n, pools, k, fixed, fpool, &p) == MP_OK;
+    bool exact = !strcmp(o->strategy, "exact"), proofs = o->time_limit > 0 || exact;
     if (!valid) fprintf(stderr, "memplan: %s made an invalid pool plan: %s\n", o->strategy, mp_last_error());
     if (o->json) {
         printf("{\"buffers\":%zu,\"lower_bound\":%llu,\"strategy\":", n, (unsigned long long)bd.offsets);
         cli_json_string(p.strategy);
         printf(",\"ms\":%.3f,\"valid\":%s,", ms, valid ? "true" : "false");
         cli_pools_print(pools, k, &p, true);
-        if (o->time_limit > 0) printf(",\"proofs\":["), print_pool_proofs(pools, k, rep, true), printf("]");
+        if (proofs) printf(",\"proofs\":["), print_pool_proofs(pools, k, rep, true, exact), printf("]");
         printf("}\n");
     } else if (!cli_stdout_output((const cli_output[]){{"-o", o->out}}, 1)) {
         printf("%zu buffers; lower bound %s (offsets, one pool); strategy %s, %.3f ms, valid: %s\n\n",
                n, cli_human(bd.offsets, h1, sizeof h1), p.strategy, ms, valid ? "yes" : "NO");
         cli_pools_print(pools, k, &p, false);
-        if (o->time_limit > 0) printf("\n"), print_pool_proofs(pools, k, rep, false);
+        if (proofs) printf("\n"), print_pool_proofs(pools, k, rep, false, exact);
     }
     rc = valid ? EXIT_OK : EXIT_INVALID;
     if (o->out && mp_pool_plan_write_csv(o->out, b, n, pools, &p) != MP_OK) {

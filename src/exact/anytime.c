@@ -26,8 +26,8 @@
  * buffers"), local improvement never lifts them out (lns.c).  So every
  * plan held keeps them in place.  The bound is the max-load bound raised
  * to the largest fixed end (no plan can end below a buffer it may not
- * move) and by the search's refutations; the windows of bound.c are
- * skipped (they clip buffers to a window and have no obstacles). */
+ * move), by the windows of bound.c (each takes the fixed buffers live in
+ * it as obstacles) and by the search's refutations. */
 #include "exact.h"
 #include "../strategies/strategies.h"
 #include "../offsets/pools.h"
@@ -232,10 +232,11 @@ mp_status mp__anytime_from(const mp_buffer_t *b, size_t n, const mp_auto_opts_t 
     if (pthread_mutex_init(&sh.mu, NULL) != 0)
         return mp__err(MP_ENOMEM, "anytime auto: no mutex to be had");
     tell(&sh);
-    if (o->time_limit > 0 && sh.fp > sh.lb && n && !sh.fixed) { /* windows of <= 17 sections (bound.c): */
+    if (o->time_limit > 0 && sh.fp > sh.lb && n) { /* windows of <= 17 sections (bound.c): */
         mp__xlimit lim = {.deadline = mp__xnow() + (sh.deadline - mp__xnow()) / 10}; /* cheap */
         uint64_t lb = sh.lb;
-        if ((s = mp__xbound_raise(b, n, 17, &lim, &lb)) == MP_OK && lb > sh.lb) sh.lb = lb, tell(&sh);
+        if ((s = mp__xbound_raise_fixed(b, n, sh.fixed, 17, &lim, &lb)) == MP_OK && lb > sh.lb)
+            sh.lb = lb, tell(&sh);
     }
     if (s == MP_OK && o->time_limit > 0 && sh.fp > sh.lb && n) s = improve(&sh);
     pthread_mutex_destroy(&sh.mu);

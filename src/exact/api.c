@@ -349,10 +349,16 @@ mp_status mp_exact_solve(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *
     return MP_OK;
 }
 
-/* The registry's "exact": mp_exact_solve with the default options. */
-mp_status mp__offsets_exact(const mp_buffer_t *b, size_t n, uint64_t *offset) {
+mp_status mp__xsolve_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed, uint64_t *offset,
+                           mp_exact_report_t *rep) {
     mp_exact_opts_t o;
     mp_exact_opts_default(&o);
-    mp_exact_report_t rep;
-    return exact_run(b, n, &o, offset, &rep);
+    o.fixed = fixed;
+    mp_exact_report_t none;
+    return exact_run(b, n, &o, offset, rep ? rep : &none);
+}
+
+/* The registry's "exact": mp_exact_solve with the default options. */
+mp_status mp__offsets_exact(const mp_buffer_t *b, size_t n, uint64_t *offset) {
+    return mp__xsolve_fixed(b, n, NULL, offset, NULL);
 }

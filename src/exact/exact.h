@@ -178,6 +178,15 @@ mp_status mp__xsolver_decide(mp__xsolver *v, uint64_t cap, uint64_t budget, bool
 mp_status mp__xprepare(const mp_buffer_t *b, size_t n, const mp_exact_opts_t *opts,
                        mp_exact_opts_t *o, mp_buffer_t **nb);
 
+/* The strategy "exact" on the normalized problem b around the fixed
+ * offsets fixed[0..n) (NULL or none fixed: as mp__offsets_exact; else
+ * valid, as mp_fixed_validate checks): mp_exact_solve's run with the
+ * default options (mp_exact_opts_default), the plan into offset[0..n),
+ * every fixed buffer at its offset, and its report into *rep (NULL: not
+ * wanted).  A limit reached is no error; MP_ENOMEM only. */
+mp_status mp__xsolve_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed, uint64_t *offset,
+                           mp_exact_report_t *rep);
+
 /* The node limit of a call on n buffers under o (0: none). */
 uint64_t mp__xnode_limit(const mp_exact_opts_t *o, size_t n);
 
@@ -270,5 +279,11 @@ mp_status mp__xsize_order(const mp_buffer_t *b, size_t n, size_t *order);
  * MP__X_MAX_N buffers.  MP_ENOMEM only. */
 mp_status mp__xbound_raise(const mp_buffer_t *b, size_t n, size_t max_width, mp__xlimit *lim,
                            uint64_t *lo);
+/* mp__xbound_raise with fixed offsets (NULL, or n entries, MP_NOT_FIXED:
+ * free; valid): *lo rises to the largest fixed end first, and each
+ * window's search takes the fixed buffers live in it as obstacles at their
+ * offsets, so *lo stays a bound of every plan that keeps them there. */
+mp_status mp__xbound_raise_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
+                                 size_t max_width, mp__xlimit *lim, uint64_t *lo);
 
 #endif /* MP_EXACT_INTERNAL_H */

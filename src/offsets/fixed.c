@@ -9,10 +9,13 @@
  * clear of all settled buffers, so the plan is valid.  "auto" also tries a
  * plain first fit of the free buffers, largest first (ties: earliest), around
  * the obstacles, and keeps the smallest plan (ties: the earlier candidate).
+ * "exact" needs no repair: its search takes the obstacles itself
+ * (src/exact/search.c), starting from auto's plan around them.
  *
  * Cost: the strategy's, plus per free buffer two interval queries and a
  * sort of the k buffers live with it, O(n log n + sum of k log k). */
 #include "../core/internal.h"
+#include "../exact/exact.h"
 #include "pools.h"
 
 #include <stdio.h>
@@ -221,8 +224,22 @@ static void fx_free(fx *x) {
     free(x->freeidx), free(x->sub), free(x->keys);
 }
 
+/* "exact": the search itself takes the fixed buffers as obstacles. */
+static mp_status exact_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed, mp_plan_t *out) {
+    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
+    if (!off) return MP__NOMEM();
+    mp_status s = mp__xsolve_fixed(b, n, fixed, off, NULL);
+    if (s != MP_OK) {
+        free(off);
+        return s;
+    }
+    *out = (mp_plan_t){.n = n, .offset = off, .footprint = mp__footprint(b, n, off), .strategy = "exact"};
+    return MP_OK;
+}
+
 mp_status mp__plan_fixed(const mp_buffer_t *b, size_t n, const uint64_t *fixed,
                          const mp__strategy *st, mp_plan_t *out) {
+    if (st->offsets == mp__offsets_exact) return exact_fixed(b, n, fixed, out);
     fx x = {.b = b, .n = n, .fixed = fixed};
     size_t n1 = n ? n : 1;
     x.freeidx = malloc(n1 * sizeof *x.freeidx);
@@ -268,9 +285,9 @@ mp_status mp__offset_strategy(const char *name, const char *task, const mp__stra
     if (!*out)
         return mp__err(MP_ENOTFOUND, "unknown strategy '%s' (see 'memplan strategies')",
                        name ? name : "(null)");
-    if ((*out)->objects || !strcmp(name, "exact"))
-        return mp__err(MP_EINVAL, "strategy '%s' cannot %s (%s); use auto or an offset strategy",
-                       name, task, (*out)->objects ? "it plans shared objects" : "not supported yet");
+    if ((*out)->objects)
+        return mp__err(MP_EINVAL, "strategy '%s' cannot %s (it plans shared objects); use auto or an offset strategy",
+                       name, task);
     return MP_OK;
 }
 

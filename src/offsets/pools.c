@@ -18,7 +18,10 @@
  * (src/exact/anytime.c), and the pool keeps whichever filling, plain or
  * improved, holds more bytes (then: has the smaller footprint).  A smaller
  * plan of all the buffers left is only a proxy for "more bytes in this
- * pool", hence the comparison.
+ * pool", hence the comparison.  The strategy "exact" is the exact search
+ * (mp_exact_solve's defaults, per pool) with the pool's fixed buffers as
+ * its obstacles; its proven bound is the pool's when the pool holds every
+ * buffer it planned.
  *
  * Cost per pool: one run of the strategy, plus first fit (an interval query
  * and a sort of the k buffers live with it) per buffer not kept at once. */
@@ -88,6 +91,16 @@ static mp_status plan_pool(pw *w, size_t j, uint64_t *off, const char **by) {
         size_t i = w->sidx[q];
         w->sub[q] = w->b[i];
         if (nf) w->sfixed[q] = fixed_in(w, i, j) ? w->fixed[i] : MP_NOT_FIXED;
+    }
+    if (w->st->offsets == mp__offsets_exact) { /* with its report: the pool's proof */
+        mp_exact_report_t xr;
+        pool_note *nt = &w->note[j];
+        mp_status s = mp__xsolve_fixed(w->sub, w->ms, nf ? w->sfixed : NULL, w->soff, &xr);
+        if (s != MP_OK) return s;
+        for (size_t q = 0; q < w->ms; q++) off[w->sidx[q]] = w->soff[q];
+        nt->proven = xr.lower_bound, nt->nodes = xr.nodes, nt->hit_limit = xr.hit_limit;
+        *by = "exact";
+        return MP_OK;
     }
     mp_plan_t p;
     mp_auto_report_t ar;

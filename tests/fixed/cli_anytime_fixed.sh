@@ -19,6 +19,19 @@ kept() {
              END { exit bad }' "$2" "$1"
 }
 
+# every fixed offset of RECORDS (its offset column, and its pool column or,
+# empty or absent, the first pool FIRST) found in the pool PLAN
+# (id,offset,size,pool) in that pool
+kept_pools() {
+    awk -F, -v first="$3" 'NR == FNR { if (FNR > 1) { at[$1] = $2; pool[$1] = $4 }; next }
+             FNR == 1 { for (k = 1; k <= NF; k++) { if ($k == "offset") o = k; if ($k == "pool") q = k }; next }
+             $o != "" {
+                 want = q && $q != "" ? $q : first
+                 if (at[$1] != $o || pool[$1] != want) { bad = 1; print "moved: " $1 }
+             }
+             END { exit bad }' "$2" "$1"
+}
+
 # Buffers 1 and 3 are fixed at 0 and 128; 2 and 4 live at time 3 with
 # both and cannot use the 16 bytes between them, so they go above 192:
 # 272 is optimal and the search proves it (the load bound is 256).
@@ -34,6 +47,26 @@ kept "$tmp/f.csv" "$tmp/p.csv" || fail "f.csv: a fixed buffer moved"
 grep -qx "exact: optimal (proven), lower bound 272" "$tmp/out" || fail "exact: no proof of 272: $(cat "$tmp/out")"
 kept "$tmp/f.csv" "$tmp/x.csv" || fail "exact f.csv: a fixed buffer moved"
 "$bin" check "$tmp/f.csv" "$tmp/x.csv" | grep -q "^valid: 5 buffers, footprint 272" || fail "exact f.csv: plan not valid"
+
+# --strategy exact with pools: 1 and 3 fixed in fast (200 bytes), 5 in
+# dram at 16.  Fast's search puts 2 and 4 above 192 (the hole between 1
+# and 3 is 16 bytes), beyond its capacity, so they go to dram, where they
+# cannot use the 16 bytes below 5 either: 5 ends at 96, 2 and 4 stack
+# above it to 176, above dram's load 160 -- proven by dram's search.
+printf 'id,lower,upper,size,alignment,offset,pool\n1,0,4,100,16,0,fast\n2,2,6,50,1,,\n3,3,9,64,64,128,fast\n4,1,8,30,1,,\n5,5,9,80,1,16,dram\n' > "$tmp/g.csv"
+"$bin" plan --strategy exact --pools fast:200,dram "$tmp/g.csv" -o "$tmp/gp.csv" >"$tmp/out" 2>"$tmp/err" ||
+    fail "exact pools: exit $? on g.csv: $(cat "$tmp/err")"
+grep -q "valid: yes" "$tmp/out" || fail "exact pools: $(cat "$tmp/out")"
+grep -qx "pool fast exact: optimal (proven), lower bound 192 for its buffers; .* s" "$tmp/out" ||
+    fail "exact pools: fast: $(cat "$tmp/out")"
+grep -qx "pool dram exact: optimal (proven), lower bound 176 for its buffers; .* s" "$tmp/out" ||
+    fail "exact pools: dram: $(cat "$tmp/out")"
+kept_pools "$tmp/g.csv" "$tmp/gp.csv" fast || fail "exact pools: a fixed buffer moved"
+"$bin" check --pools fast:200,dram "$tmp/g.csv" "$tmp/gp.csv" |
+    grep -qx "valid: 5 buffers in 2 pools, each within its capacity" || fail "exact pools: plan not valid"
+"$bin" plan --strategy exact --pools fast:200,dram --json "$tmp/g.csv" |
+    grep -q '"proofs":\[{"pool":"fast","status":"optimal","footprint":192,"lower_bound":192,' ||
+    fail "exact pools: no JSON proofs"
 
 # A fixed buffer far above the rest: no plan ends below it (2000 + 100),
 # so its end is the bound and the plan meets it at once.
@@ -72,6 +105,17 @@ if [ -f "$a" ]; then
     grep -q "^exact: \(optimal (proven)\|gap\), lower bound [0-9]*" "$tmp/out" || fail "exact A fixed: $(cat "$tmp/out")"
     kept "$tmp/afix.csv" "$tmp/ax.csv" || fail "exact A fixed: a fixed buffer moved"
     "$bin" check "$tmp/afix.csv" "$tmp/ax.csv" | grep -q "^valid: 154 buffers, footprint $x," || fail "exact A fixed: not valid"
+    # --strategy exact with pools, a second per pool: fast (1 200 000 bytes,
+    # above every fixed end) keeps its fixed buffers, dram takes the rest
+    MEMPLAN_EXACT_TIME=1 "$bin" plan --strategy exact --pools fast:1200000,dram "$tmp/afix.csv" \
+        -o "$tmp/axp.csv" >"$tmp/out" 2>"$tmp/err" || fail "exact pools: exit $? on A fixed"
+    for pool in fast dram; do
+        grep -q "^pool $pool exact: \(optimal (proven)\|gap\), lower bound [0-9]* for its buffers" "$tmp/out" ||
+            fail "exact pools A fixed: $pool: $(cat "$tmp/out")"
+    done
+    kept_pools "$tmp/afix.csv" "$tmp/axp.csv" fast || fail "exact pools A fixed: a fixed buffer moved"
+    "$bin" check --pools fast:1200000,dram "$tmp/afix.csv" "$tmp/axp.csv" |
+        grep -qx "valid: 154 buffers in 2 pools, each within its capacity" || fail "exact pools A fixed: not valid"
 else
     echo "skipped the hard-set case: $dsa not found"
 fi

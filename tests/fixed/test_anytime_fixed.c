@@ -244,13 +244,61 @@ static void pool_look(void *ctx, size_t pool, const mp_anytime_progress_t *p) {
     w->bad += p->n != w->m || mp_plan_check_fixed(w->sub, w->m, w->sfx, &q, NULL) != MP_OK;
 }
 
+/* Pool j's buffers in plan p into sub[] with their fixed offsets (those
+ * fixed in pool j; the rest free) into sfx[]: how many, SIZE_MAX above
+ * `most`; *fend: the largest fixed end among them. */
+static size_t pool_part(const mp_buffer_t *b, size_t n, const uint64_t *fx, const size_t *fp,
+                        const mp_pool_plan_t *p, size_t j, mp_buffer_t *sub, uint64_t *sfx,
+                        size_t most, uint64_t *fend) {
+    size_t m = 0;
+    *fend = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p->pool[i] != j) continue;
+        bool f = fx[i] != MP_NOT_FIXED && fp[i] == j;
+        if (f && fx[i] + mp_buffer_aligned_size(&b[i]) > *fend) *fend = fx[i] + mp_buffer_aligned_size(&b[i]);
+        if (m == most) return SIZE_MAX;
+        sub[m] = b[i], sfx[m++] = f ? fx[i] : MP_NOT_FIXED;
+    }
+    return m;
+}
+
+/* The pools of test_pools with the strategy "exact": each pool's search
+ * takes the pool's fixed buffers as obstacles.  Checked plans, and each
+ * pool's report true for the buffers it holds: its bound at least its
+ * load and fixed end, at most the oracle's optimum, and "optimal" only at
+ * that optimum. */
+static void check_pools_exact(const mp_buffer_t *b, size_t n, const mp_pool_t *pools,
+                              const uint64_t *fx, const size_t *fp, long *proven) {
+    mp_pool_opts_t o = {.strategy = "exact", .fixed = fx, .fixed_pool = fp};
+    mp_pool_plan_t p;
+    mp_exact_report_t r[2];
+    if (!MP_CHECK_OK(mp_plan_pools_opts(b, n, pools, 2, &o, &p, r))) return;
+    MP_CHECK_OK(mp_pool_plan_check_fixed(b, n, pools, 2, fx, fp, &p));
+    MP_CHECK(!strcmp(p.strategy, "exact"));
+    for (size_t j = 0; j < 2; j++) {
+        mp_buffer_t sub[7];
+        uint64_t sfx[7], fend;
+        size_t m = pool_part(b, n, fx, fp, &p, j, sub, sfx, 7, &fend);
+        MP_CHECK(r[j].footprint == p.footprint[j] && r[j].lower_bound <= r[j].footprint);
+        MP_CHECK(r[j].lower_bound >= fend && r[j].lower_bound >= r[j].load_bound);
+        MP_CHECK((r[j].status == MP_EXACT_OPTIMAL) == (r[j].lower_bound == r[j].footprint));
+        *proven += r[j].status == MP_EXACT_OPTIMAL;
+        if (m == SIZE_MAX) continue;
+        uint64_t opt = optimum(sub, m, sfx);
+        MP_CHECK(r[j].lower_bound <= opt);
+        if (r[j].status == MP_EXACT_OPTIMAL) MP_CHECK_EQ_U64(r[j].footprint, opt);
+    }
+    mp_pool_plan_free(&p);
+}
+
 /* Pools: some buffers of a plain pool plan fixed where it put them, then
- * planned with and without a time limit. */
+ * planned with and without a time limit, and by "exact". */
 static void test_pools(void) {
     uint64_t st = 31;
+    long proven = 0;
     for (int iter = 0; iter < 60; iter++) {
-        mp_buffer_t b[40], sub[8];
-        uint64_t fx[40], sfx[8];
+        mp_buffer_t b[40], sub[7];
+        uint64_t fx[40], sfx[7];
         size_t fp[40];
         size_t n = 6 + (size_t)(mp_gen_next(&st) % 34);
         mp_gen_problem(b, n, (mp_gen_shape)(iter % MP_GEN_SHAPES), 9000 + (uint64_t)iter);
@@ -279,24 +327,19 @@ static void test_pools(void) {
             MP_CHECK(pool_bytes(b, n, &p, 0) >= pool_bytes(b, n, &p1, 0));
             MP_CHECK(pw.calls > 0 && pw.bad == 0);
             for (size_t j = 0; j < 2; j++) {
-                size_t m = 0;
-                bool small = true;
-                uint64_t fend = 0;
-                for (size_t i = 0; i < n; i++) {
-                    if (p.pool[i] != j) continue;
-                    if (fx[i] != MP_NOT_FIXED && fp[i] == j && fx[i] + mp_buffer_aligned_size(&b[i]) > fend)
-                        fend = fx[i] + mp_buffer_aligned_size(&b[i]);
-                    if (m == 8) small = false;
-                    else sub[m] = b[i], sfx[m++] = fx[i] != MP_NOT_FIXED ? fx[i] : MP_NOT_FIXED;
-                }
+                uint64_t fend;
+                size_t m = pool_part(b, n, fx, fp, &p, j, sub, sfx, 7, &fend);
                 MP_CHECK(r[j].footprint == p.footprint[j] && r[j].lower_bound <= r[j].footprint);
                 MP_CHECK(r[j].lower_bound >= fend && r[j].lower_bound >= r[j].load_bound);
-                if (small && m <= 7) MP_CHECK(r[j].lower_bound <= optimum(sub, m, sfx));
+                if (m != SIZE_MAX) MP_CHECK(r[j].lower_bound <= optimum(sub, m, sfx));
             }
             mp_pool_plan_free(&p);
         }
         mp_pool_plan_free(&p1);
+        check_pools_exact(b, n, pools, fx, fp, &proven);
     }
+    MP_CHECK(proven > 0);
+    fprintf(stderr, "pools, exact: %ld of 120 pools proven optimal\n", proven);
 }
 
 /* mp_exact_solve with opts.fixed, one call: the plan checked with the
@@ -349,6 +392,12 @@ static void test_exact_solve(void) {
                 fprintf(stderr, "  iter %d n %zu naive %d: %llu, the oracle says %llu\n", iter, n,
                         naive, (unsigned long long)r.footprint, (unsigned long long)opt);
             below_base += !naive && r.footprint < base.footprint;
+        }
+        mp_plan_t q; /* the strategy "exact" around them: the same search, default limits */
+        if (MP_CHECK_OK(mp_plan_compute_fixed(b, n, fx, "exact", &q))) {
+            MP_CHECK_OK(mp_plan_check_fixed(b, n, fx, &q, NULL));
+            MP_CHECK(q.footprint == opt && !strcmp(q.strategy, "exact"));
+            mp_plan_free(&q);
         }
         MP_CHECK(exact(b, n, fx, 1, opt, base.footprint).status == MP_EXACT_FITS);
         if (opt > 1) MP_CHECK(exact(b, n, fx, 0, opt - 1, base.footprint).status == MP_EXACT_NO_FIT);
