@@ -28,8 +28,11 @@
  *               [--step PCT] FILE.csv
  *
  * --above PCT: the target is the load bound plus PCT percent (rounded down
- * to the unit); --step PCT: after reaching a target, go on at a target PCT
- * percent of the load bound lower (never below the bound). */
+ * to the unit); --step PCT: descend -- the first target is one step below
+ * the start plan when that is higher, and after reaching a target go on
+ * one step lower (PCT percent of the load bound, at least one unit; never
+ * below the bound).  A target far below the start leaves many buffers out
+ * at once, which the repair handles badly (docs/exact-close.md). */
 #include "exact/exact.h"
 #include "memplan_fixed.h"
 
@@ -387,6 +390,11 @@ int main(int argc, char **argv) {
     memcpy(z.best, pl.offset, n * sizeof *z.best);
     z.best_fp = pl.footprint;
     if (out && mp_plan_write_csv(out, b0, n, &pl) != MP_OK) die("write");
+    if (step > 0) { /* descend from the start: the first target just below it, if higher */
+        uint64_t down = (uint64_t)((double)z.load * step / 100.0) / z.unit * z.unit;
+        down = down ? down : z.unit;
+        if (pl.footprint > z.cap + down) z.cap = pl.footprint - down;
+    }
     fprintf(stderr, "%s: %zu buffers, %zu sections, load bound %llu, start %llu (%s), target %llu (%+.3f%%)\n",
             argv[i], n, z.ns, (unsigned long long)z.load, (unsigned long long)pl.footprint,
             start ? start : "anytime auto", (unsigned long long)z.cap,
