@@ -171,6 +171,20 @@ static mp_status accumulate(bw *c, size_t t, size_t part) {
     return MP_OK;
 }
 
+/* Does the gradient of f's input i pass dY on unchanged, as a view of dY's
+ * memory?  An add's gradients, and a subtraction's first, are dY itself
+ * where the input has the output's shape (no broadcast sum) and alpha does
+ * not scale it: torch's autograd hands the one tensor on to both inputs, so
+ * a residual block's gradient is held once, not twice. */
+static bool passes_dy(const bw *c, const fnode *f, size_t i, double alpha) {
+    const char *op = f->info->name;
+    bool add = !strcmp(op, "add"), sub = !strcmp(op, "sub");
+    if (!(add && (i == 0 || alpha == 1.0)) && !(sub && i == 0)) return false;
+    const tdesc *x = &c->td[f->in[i]], *y = &c->td[f->out[0]];
+    return f->n_out == 1 && x->rank == y->rank && !strcmp(x->dtype, y->dtype) &&
+           !memcmp(x->shape, y->shape, x->rank * sizeof *x->shape);
+}
+
 /* The gradient node of the forward node at step s. */
 static mp_status emit_node(bw *c, size_t s) {
     const fnode *f = &c->fn[s];
@@ -190,12 +204,18 @@ static mp_status emit_node(bw *c, size_t s) {
     const char *fname = label(f->name, f->id, buf, sizeof buf);
     char *fname_copy = strdup(fname);   /* mkname reuses its buffer below */
     if (!fname_copy) return MP__NOMEM();
+    mp_op_attrs_t a;
+    if (f->id < c->g->n_nodes)
+        mp_graph_node_attrs(c->g, f->id, &a);
+    else
+        mp_op_attrs_init(&a);
     for (size_t i = 0; i < f->n_in; i++) {
         if (!(c->mask[s] >> i & 1)) continue;
         size_t t = f->in[i];
         /* A view gradient op (flatten_backward) writes output 0 as a view of
-         * dY's memory.  A parameter's gradient must own its memory. */
-        bool alias = bi->view && nout == 0 && n_dy > 0;
+         * dY's memory, and so do an add's (passes_dy).  A parameter's
+         * gradient must own its memory. */
+        bool alias = n_dy > 0 && ((bi->view && nout == 0) || passes_dy(c, f, i, a.alpha));
         bool final = c->total[t] == 1 && !(alias && c->td[t].leaf_param);
         mp_tensor_kind kind = final && c->td[t].leaf_param ? MP_TENSOR_GRADIENT : MP_TENSOR_ACTIVATION;
         st = new_grad(c, t, final ? "grad:%s%s" : "grad:%s@%s", final ? "" : fname_copy, kind,
@@ -204,11 +224,6 @@ static mp_status emit_node(bw *c, size_t s) {
         if (final) c->grad[t] = c->outs[nout];
         nout++;
     }
-    mp_op_attrs_t a;
-    if (f->id < c->g->n_nodes)
-        mp_graph_node_attrs(c->g, f->id, &a);
-    else
-        mp_op_attrs_init(&a);
     a.forward_node = f->id;
     a.grad_mask = c->mask[s];
     const char *nm = mkname(c, "bwd:%s%s", fname_copy, "");

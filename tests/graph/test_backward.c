@@ -504,8 +504,9 @@ static void expect_named(int line, const mp_graph_t *g, const char *name, const 
 /* tests/graph/views.json (an fx graph as the exporter writes it: views are
  * aliases; see test_exec.c): the gradients of the views read dY only (no
  * forward value); reshape/view and stochastic_depth give a view of dY
- * (0 bytes, rooted at dY's root), the others (permute, transpose, expand,
- * chunk, getitem) a new tensor.  chunk_backward reads the gradients of
+ * (0 bytes, rooted at dY's root), and so does an add of equal shapes for
+ * both inputs; the others (permute, transpose, expand, chunk, getitem) a
+ * new tensor.  chunk_backward reads the gradients of
  * both chunks (ch0's is a sum_n: ch0 feeds two interpolations); c feeds
  * the permute and the add, so its gradient is a sum as well. */
 static void test_views(void) {
@@ -529,10 +530,14 @@ static void test_views(void) {
         NSTEP(g, "bwd:q", "permute_backward", "grad:q", "grad:ln", "q", 1);
         NSTEP(g, "bwd:p", "permute_backward", "grad:p", "grad:c@p", "p", 1);
         NSTEP(g, "sum:c", "sum_n", "grad:c@a grad:c@p", "grad:c", NULL, 0);
-        /* views of dY: no bytes, dY's root */
-        static const char *const views[][2] = {{"grad:m2", "grad:r2"}, {"grad:ct", "grad:v2"},
-                                               {"grad:a", "grad:v"}, {"grad:q", "grad:sd"}};
-        for (size_t i = 0; i < 4; i++) {
+        /* views of dY: no bytes, dY's root; the adds pass their dY on to
+         * both inputs (a: grad:sd, grad:c@a; s1: grad:r2), so the views of
+         * those are rooted at the add's dY's root too */
+        static const char *const views[][2] = {{"grad:m2", "grad:s1"}, {"grad:r2", "grad:s1"},
+                                               {"grad:ct", "grad:v2"}, {"grad:a", "grad:v"},
+                                               {"grad:sd", "grad:v"}, {"grad:c@a", "grad:v"},
+                                               {"grad:q", "grad:v"}};
+        for (size_t i = 0; i < 7; i++) {
             const mp_graph_tensor_t *t = mp_graph_tensor(g, tensor_named(g, views[i][0]));
             MP_CHECK(t->bytes == 0 && t->root == tensor_named(g, views[i][1]));
         }
@@ -542,6 +547,47 @@ static void test_views(void) {
             MP_CHECK(mp_graph_tensor(g, id)->bytes > 0 && mp_graph_tensor(g, id)->root == id);
         }
         OUTPUTS(g, "loss grad:W grad:lnw grad:lnb grad:cls grad:Wl grad:bl");
+        validate(g);
+        mp_graph_free(g);
+    }
+    mp_graph_free(fwd);
+}
+
+/* An add hands dY on to its inputs as a view of dY's memory where nothing
+ * changes it (torch's autograd passes the one tensor on); a broadcast
+ * input, alpha != 1 and a subtraction's second input get their own bytes.
+ *   h = fc(x, W) [2,5]; a = add(h, bb[5]) (broadcast); r = relu(a);
+ *   d = sub(r, h); e = add(d, r, alpha 2); loss = xent(e) */
+static bool is_view_of(const mp_graph_t *g, const char *name, const char *root) {
+    const mp_graph_tensor_t *t = mp_graph_tensor(g, tensor_named(g, name));
+    return t->bytes == 0 && t->root == tensor_named(g, root);
+}
+static bool owns(const mp_graph_t *g, const char *name) {
+    size_t id = tensor_named(g, name);
+    return mp_graph_tensor(g, id)->bytes > 0 && mp_graph_tensor(g, id)->root == id;
+}
+static void test_add_passes(void) {
+    mp_graph_builder_t *b;
+    MP_CHECK_OK(mp_graph_builder_new("passes", &b));
+    size_t x = T(b, "x", MP_TENSOR_INPUT, 2, 4), w = T(b, "W", MP_TENSOR_PARAMETER, 5, 4);
+    size_t bb = T(b, "bb", MP_TENSOR_PARAMETER, 5);
+    size_t h = OP(b, "h", "linear", NULL, x, w);
+    size_t a = OP(b, "a", "add", NULL, h, bb);
+    size_t r = OP(b, "r", "relu", NULL, a);
+    size_t d = OP(b, "d", "sub", NULL, r, h);
+    mp_op_attrs_t two;
+    mp_op_attrs_init(&two);
+    two.alpha = 2.0;
+    size_t e = OP(b, "e", "add", &two, d, r);
+    mp_graph_t *fwd = finish(b, e), *g = NULL;
+    if (fwd && (g = backward(fwd, NULL))) {
+        NSTEP(g, "bwd:e", "add_backward", "grad:e", "grad:d grad:r@e", "e", 3);
+        NSTEP(g, "bwd:d", "sub_backward", "grad:d", "grad:r@d grad:h@d", "d", 3);
+        NSTEP(g, "bwd:a", "add_backward", "grad:a", "grad:h@a grad:bb", "a", 3);
+        MP_CHECK(is_view_of(g, "grad:d", "grad:e") && is_view_of(g, "grad:r@d", "grad:e"));
+        MP_CHECK(is_view_of(g, "grad:h@a", "grad:a"));
+        MP_CHECK(owns(g, "grad:r@e") && owns(g, "grad:h@d") && owns(g, "grad:bb"));
+        MP_CHECK(mp_graph_tensor(g, tensor_named(g, "grad:bb"))->kind == MP_TENSOR_GRADIENT);
         validate(g);
         mp_graph_free(g);
     }
@@ -607,6 +653,7 @@ int main(void) {
     test_sum();
     test_prune();
     test_needs();
+    test_add_passes();
     test_trap();
     test_param_view();
     test_refuse();
