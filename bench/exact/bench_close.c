@@ -11,10 +11,13 @@
  *     inside [0, target) and the out-buffers are left over; the penalty is
  *     the out-buffers' area (size times lifetime).  A move takes an
  *     out-buffer o and a window of sections around its lifetime (widened at
- *     random); the in-buffers living entirely inside the window are lifted
- *     out, the in-buffers crossing the window stay as fixed obstacles (the
- *     search's fixed offsets), and the search decides whether o and the
- *     lifted buffers fit at the target.  If not, one or two lifted buffers
+ *     random) and a random band of addresses; the in-buffers living
+ *     entirely inside the window whose addresses meet the band are lifted
+ *     out (at most a random 12..96 of them: the band shrinks until so),
+ *     every other in-buffer meeting the window stays as a fixed obstacle
+ *     (the search's fixed offsets), and the search decides whether o and
+ *     the lifted buffers fit at the target.  Node budgets escalate while
+ *     no move helps.  If not, one or two lifted buffers
  *     of smaller total area are ejected (they go out) and the search tries
  *     again; a success lowers the penalty.  Some moves only re-pack a window
  *     (plateau moves).  Penalty zero is a plan at the target.
@@ -32,7 +35,9 @@
  * the start plan when that is higher, and after reaching a target go on
  * one step lower (PCT percent of the load bound, at least one unit; never
  * below the bound).  A target far below the start leaves many buffers out
- * at once, which the repair handles badly (docs/exact-close.md). */
+ * at once, which the repair handles badly (docs/exact-close.md).
+ * Exit status: 0 when the last target was reached, 3 when not, 1 on an
+ * error (named on stderr), 2 on bad usage. */
 #include "exact/exact.h"
 #include "memplan_fixed.h"
 
