@@ -436,15 +436,19 @@ def _next_trial(order, fits, ok):
     fits of that one's variant; after a measured fit that is not a
     checkpoint_sequential shape, the best such shape if one may fit (so
     that fit is never slower than checkpoint_sequential where a measured
-    step can tell)."""
-    pool = [c for c in order if ok(c)]
-    if fits:
-        pool = [c for c in pool if c.variant == fits[0][3].variant]
-    else:
-        pool = [c for c in pool if not c.variant] or pool
-    if fits and not any(f[3].kind == "sequential" for f in fits):
-        pool = [c for c in pool if c.kind == "sequential"] or pool
-    return pool[0] if pool else None
+    step can tell).  ok() runs only on candidates that could still be
+    picked (it may place a plan on its timeline)."""
+    seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
+    best, tier = None, None
+    for c in order:
+        if fits and c.variant != fits[0][3].variant:
+            continue
+        here = (bool(c.variant) and not fits, seq and c.kind != "sequential")
+        if (tier is None or here < tier) and ok(c):
+            best, tier = c, here
+            if not any(here):
+                break
+    return best
 
 
 def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4, verify=True,

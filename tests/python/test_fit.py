@@ -323,3 +323,32 @@ class Timeline(unittest.TestCase):
             worst_old = max(worst_old, (c.peak + excess - measured) / measured)
         self.assertGreaterEqual(built, 6)
         self.assertGreater(worst_old, 0.01)
+
+
+class TorchInPlace(unittest.TestCase):
+    def test_only_the_module_s_in_place_ops_write_in_place(self):
+        """The timeline's storages (_timeline._torch_inplace): the plan
+        writes the residual add over the batch norm's output, torch
+        allocates the add's result beside it; the nn.ReLU(inplace=True)
+        after it writes over the add's result in both."""
+        from memplan._timeline import _torch_inplace
+
+        class Res(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv, self.bn, self.relu = nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True)
+
+            def forward(self, x):
+                return self.relu(self.bn(self.conv(x)) + x)
+
+        torch.manual_seed(0)
+        p, _, _ = _variant(Res(), (torch.randn(2, 4, 8, 8),), "res", {}, 0)
+        g = p.remat.graph
+        shared = g.share(share=False)
+        storage, sizes = _torch_inplace(p, g, shared)
+        node = {n.name: n for n in g.nodes}
+        bn, add, relu = (node[k].outputs[0] for k in ("bn", "add", "relu"))
+        self.assertEqual(shared.storage[add], shared.storage[bn])     # the plan: in place
+        self.assertNotEqual(storage[add], storage[bn])                # torch: not
+        self.assertEqual(sizes[storage[add]], sizes[storage[bn]])
+        self.assertEqual(storage[relu], storage[add])                 # ReLU(inplace=True)
