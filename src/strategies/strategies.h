@@ -55,8 +55,8 @@ mp_status mp__objects_greedy_breadth(const mp_buffer_t *b, size_t n, size_t *obj
 mp_status mp__objects_inorder(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
 mp_status mp__objects_mincostflow(const mp_buffer_t *b, size_t n, size_t *object, size_t *k);
 
-/* The offset strategy (or "auto") named name into *out, for a task that
- * shared-object strategies and "exact" cannot do: MP_ENOTFOUND for an
+/* The offset strategy (or "auto", or "exact") named name into *out, for a
+ * task that shared-object strategies cannot do: MP_ENOTFOUND for an
  * unknown name, MP_EINVAL "strategy 'NAME' cannot TASK (...)" for those. */
 mp_status mp__offset_strategy(const char *name, const char *task, const mp__strategy **out);
 
