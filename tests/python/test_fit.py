@@ -25,7 +25,7 @@ import memplan.torch as mpt                     # noqa: E402
 from memplan._fit import (Candidate, Planner, _build, _least_memory_of_fastest,  # noqa: E402
                           _next_trial, _variant, add_workspaces)
 from memplan._ckpt import rebuild   # noqa: E402
-from memplan._fx import capture, profile_nodes   # noqa: E402
+from memplan._fx import capture, profile_nodes, rnn_chunks   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
 torch.set_num_threads(2)
@@ -254,6 +254,45 @@ class TimeChunks(unittest.TestCase):
         self.assertFalse(how.chunked)
         same_training(self, model, fitted, (x,))
 
+
+
+class ChunkedTail(unittest.TestCase):
+    """An LSTM in time chunks is a chain whose backward pass starts at its
+    tail: fit's candidates include every forward-order prefix of its
+    chunks checkpointed (the rest kept whole), and no run opens with a
+    value it would keep anyway (a layer's concatenated output), which
+    torch's checkpoint would recompute beside the kept copy."""
+
+    def test_kept_tail_plans_are_candidates_and_train_alike(self):
+        torch.manual_seed(0)
+        model, x = LSTMNet(layers=3, f=16, h=64), torch.randn(8, 64, 16)
+        chunks = rnn_chunks(model, x, most=4)
+        p, cands, _ = _variant(model, x, "m", chunks, 1)
+        for c in cands:
+            for r in c.runs:
+                m = p.mirror([list(r)])
+                self.assertTrue(m[r[0]] or p.hidden.get(r[0]), p.nodes[r[0]].name)
+        keys = {c.runs for c in cands if not c.inner}
+        calls = [tuple(p._opening(c)) for c in p._leaf_calls()]
+        lstm = [i for i, c in enumerate(calls) if any(p.nodes[v].name.startswith("rnns")
+                                                      for v in c)]
+        self.assertEqual(len(lstm), 12)
+        for j in range(1, len(calls) + 1):
+            self.assertIn(tuple(c for c in calls[:j] if c), keys, j)
+        whole = next(c for c in cands if c.runs == tuple(calls[:lstm[-1] + 1]))
+        tail = next(c for c in cands if c.runs == tuple(calls[:lstm[-1]]))
+        peaks = [mpt.measure_peak(_build(model, p, c), x) for c in (whole, tail)]
+        # the last chunk kept: recomputed no more, and no more memory
+        self.assertLessEqual(peaks[1], peaks[0])
+        fitted = _build(model, p, tail)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(fitted(x), model(x)))
+        ref = copy.deepcopy(model)
+        a, b = train(ref, (x,)), train(fitted, (x,))
+        for la, lb in zip(a, b):
+            self.assertAlmostEqual(la, lb, places=5)
+        for (k, q), r in zip(ref.named_parameters(), model.parameters()):
+            self.assertTrue(torch.allclose(q, r, rtol=1e-4, atol=1e-6), k)
 
 
 class Workspace(unittest.TestCase):
