@@ -31,6 +31,21 @@ from test_torch import LSTMNet, train           # noqa: E402
 torch.set_num_threads(2)
 
 
+def same_to_rounding(test, model, fitted, x):
+    """Time-chunked: the same forward values; 3 SGD steps of fitted
+    (sharing model's parameters) and of a copy of model taken now give
+    losses and parameters equal to a stated tolerance (the input weights'
+    gradients are sums over chunks)."""
+    with torch.no_grad():
+        test.assertTrue(torch.equal(fitted(x), model(x)))
+    ref = copy.deepcopy(model)
+    a, b = train(ref, (x,)), train(fitted, (x,))
+    for la, lb in zip(a, b):
+        test.assertAlmostEqual(la, lb, places=5)
+    for (k, p), q in zip(ref.named_parameters(), model.parameters()):
+        test.assertTrue(torch.allclose(p, q, rtol=1e-4, atol=1e-6), k)
+
+
 class Block(nn.Module):
     """conv-bn-relu-dropout-conv-bn plus the input (a residual block)."""
 
@@ -215,14 +230,7 @@ class TimeChunks(unittest.TestCase):
         fitted, how = mpt.fit(model, x, budget, exact=False)
         self.assertLessEqual(how.measured_peak, budget)
         self.assertTrue(how.chunked)
-        with torch.no_grad():
-            self.assertTrue(torch.equal(fitted(x), model(x)))
-        ref = copy.deepcopy(model)
-        a, b = train(ref, (x,)), train(fitted, (x,))
-        for la, lb in zip(a, b):
-            self.assertAlmostEqual(la, lb, places=5)
-        for (k, p), q in zip(ref.named_parameters(), model.parameters()):
-            self.assertTrue(torch.allclose(p, q, rtol=1e-4, atol=1e-6), k)
+        same_to_rounding(self, model, fitted, x)
 
     def test_gates_of_later_kept_layers_are_gone_when_a_run_reruns(self):
         """Three LSTM layers, the first two checkpointed: while the backward
@@ -285,14 +293,7 @@ class ChunkedTail(unittest.TestCase):
         # the last chunk kept: recomputed no more, and no more memory
         self.assertLessEqual(peaks[1], peaks[0])
         fitted = _build(model, p, tail)
-        with torch.no_grad():
-            self.assertTrue(torch.equal(fitted(x), model(x)))
-        ref = copy.deepcopy(model)
-        a, b = train(ref, (x,)), train(fitted, (x,))
-        for la, lb in zip(a, b):
-            self.assertAlmostEqual(la, lb, places=5)
-        for (k, q), r in zip(ref.named_parameters(), model.parameters()):
-            self.assertTrue(torch.allclose(q, r, rtol=1e-4, atol=1e-6), k)
+        same_to_rounding(self, model, fitted, x)
 
 
 class Workspace(unittest.TestCase):
