@@ -87,8 +87,9 @@ def _torch_inplace(planner, g, shared):
         for t in node.outputs:
             if over[t] is None or storage[t] is None:
                 continue
-            if backward or name in torch_inplace:
-                storage[t] = storage[over[t]]
+            if backward or name in torch_inplace:     # over a view: its root's, as moved
+                src = g.tensors[over[t]].root
+                storage[t] = storage[over[t] if src is None else src]
             else:
                 sizes.append(sizes[storage[t]])
                 storage[t] = len(sizes) - 1
