@@ -106,10 +106,12 @@ run c4 $P MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats.txt" MEMPLAN_WARMUP=3 \
     MEMPLAN_THRESHOLD=32K "$prog"
 check "prog: same output with a stats file, warm-up 3, threshold 32K" same c0 c4
 check "prog: stats file shows replay and 0 overlaps" sh -c "
-    [ \"\$(sed -n 's/^state //p' '$tmp/stats.txt')\" = replaying ] &&
     [ \"\$(sed -n 's/^served_arena //p' '$tmp/stats.txt')\" -gt 0 ] &&
     [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats.txt')\" = 0 ] &&
     [ \"\$(sed -n 's/^threshold //p' '$tmp/stats.txt')\" = 32768 ]"
+# "replaying" in the c4, c6 and c7 checks means the arena served blocks: prog's threads can make
+# a late relearn (1 run in about 10 on the loaded 2-core VM), so the state
+# at exit may be "learning" again after a replay that went well.
 # glibc is the real allocator here: one trim when replay starts, one after
 # the first replayed iteration (docs/preload.md); none with MEMPLAN_TRIM=0
 check "prog: glibc's cache trimmed twice once replaying" sh -c "
@@ -119,7 +121,7 @@ run c6 $P MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats6.txt" MEMPLAN_TRIM=0 "$prog
 check "prog: same output with MEMPLAN_TRIM=0, no trim, still replaying" sh -c "
     cmp -s '$tmp/c0.out' '$tmp/c6.out' &&
     [ \"\$(sed -n 's/^trims //p' '$tmp/stats6.txt')\" = 0 ] &&
-    [ \"\$(sed -n 's/^state //p' '$tmp/stats6.txt')\" = replaying ] &&
+    [ \"\$(sed -n 's/^served_arena //p' '$tmp/stats6.txt')\" -gt 0 ] &&
     [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats6.txt')\" = 0 ]"
 # the forwarded blocks and regions from the real allocator (MEMPLAN_LEAN=0)
 # instead of mapped directly (the default, every run above)
@@ -127,7 +129,7 @@ check "prog: same output with MEMPLAN_TRIM=0, no trim, still replaying" sh -c "
 run c7 $P MEMPLAN_VERIFY=1 MEMPLAN_STATS="$tmp/stats7.txt" MEMPLAN_LEAN=0 "$prog"
 check "prog: same output with MEMPLAN_LEAN=0, still replaying, 0 overlaps" sh -c "
     cmp -s '$tmp/c0.out' '$tmp/c7.out' &&
-    [ \"\$(sed -n 's/^state //p' '$tmp/stats7.txt')\" = replaying ] &&
+    [ \"\$(sed -n 's/^served_arena //p' '$tmp/stats7.txt')\" -gt 0 ] &&
     [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats7.txt')\" = 0 ]"
 # another allocator behind memplan: glibc's malloc_trim is not its, never called
 je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
@@ -136,7 +138,7 @@ if [ -f "$je" ]; then
     check "prog: same output with jemalloc behind memplan, replaying, no trim" sh -c "
         cmp -s '$tmp/c0.out' '$tmp/c7.out' &&
         [ \"\$(sed -n 's/^trims //p' '$tmp/stats7.txt')\" = 0 ] &&
-        [ \"\$(sed -n 's/^state //p' '$tmp/stats7.txt')\" = replaying ] &&
+        [ \"\$(sed -n 's/^served_arena //p' '$tmp/stats7.txt')\" -gt 0 ] &&
         [ \"\$(sed -n 's/^overlaps //p' '$tmp/stats7.txt')\" = 0 ]"
 else
     echo "skip prog with jemalloc behind memplan: $je not installed (scripts/setup-allocators)"
