@@ -26,13 +26,7 @@ def timeline_peak(planner, cand):
     beside its inputs where torch does not run it in place
     (_torch_inplace).  Costs one more transform of the plan (about 10 ms
     on ResNet-50)."""
-    plan = planner._rerun_whole(planner.remat.plan_mirror(cand.mirror, "checkpoint"),
-                                cand.runs, cand.inner)
-    g = planner.remat.apply(plan)
-    names = [g.nodes[v].name for v in g.order]
-    steps = {}
-    for i, nm in enumerate(names):
-        steps.setdefault(nm, []).append(i)
+    g, names, steps = transformed(planner, cand)
     first, last = g.lifetimes()
     shared = g.share(share=False)
     storage, sizes = shared.storage, shared.storage_sizes
@@ -55,6 +49,20 @@ def timeline_peak(planner, cand):
     load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra, len(names))
     hidden = planner._hidden(cand.runs, cand.inner)
     return cand.peak - hidden - max(base, default=0) + max(load, default=0)
+
+
+def transformed(planner, cand):
+    """(graph, node names in step order, {name: its steps}): cand's plan
+    applied to the training graph, as torch's checkpoint runs it (each
+    run recomputed whole)."""
+    plan = planner._rerun_whole(planner.remat.plan_mirror(cand.mirror, "checkpoint"),
+                                cand.runs, cand.inner)
+    g = planner.remat.apply(plan)
+    names = [g.nodes[v].name for v in g.order]
+    steps = {}
+    for i, nm in enumerate(names):
+        steps.setdefault(nm, []).append(i)
+    return g, names, steps
 
 
 def _spans(storage, first, last):

@@ -405,11 +405,7 @@ class NestedHolds(unittest.TestCase):
         p, cands, _ = _variant(ResNetish(blocks=3), (torch.randn(8, 3, 32, 32),), "m", {}, 0)
         pairs = 0
         for c in (c for c in cands if c.inner):
-            g = p.remat.apply(p._rerun_whole(p.remat.plan_mirror(c.mirror, "checkpoint"),
-                                             c.runs, c.inner))
-            steps = {}
-            for i, v in enumerate(g.order):
-                steps.setdefault(g.nodes[v].name, []).append(i)
+            g, _, steps = _timeline.transformed(p, c)
             first, last = g.lifetimes()
             st = g.share(share=False).storage
             tensors = [(t.name, first[t.id], last[t.id], st[t.id]) for t in g.tensors]
