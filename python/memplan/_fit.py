@@ -30,8 +30,11 @@
    model (the plain step's measured excess over its plan), fits the
    budget, ranked by the forward seconds they recompute.  The best
    `trials` of them are built (torch.fx split_module, runs wrapped in
-   torch.utils.checkpoint) and MEASURED (peak and step time); the fastest
-   whose measured peak is within the budget is returned.  A measured peak
+   torch.utils.checkpoint) and MEASURED (peak and step time); of those
+   whose measured peak is within the budget, the ones timed close to the
+   fastest are timed again side by side and the fastest is returned, the
+   least memory only where their steps are indistinguishable
+   (memplan._choice).  A measured peak
    above the budget raises the excess for the candidates after it; at most
    `attempts` candidates are measured in all.  Only a measured fit is
    returned.
@@ -41,7 +44,7 @@ import json
 import time
 from collections import namedtuple
 
-from . import _timeline, lib
+from . import _choice, _timeline, lib
 from ._ckpt import rebuild
 from ._fx import capture, profile_nodes, rnn_chunks
 from ._measure import measure_step
@@ -68,7 +71,8 @@ of each; candidates evaluated; attempts: candidates measured; seconds spent capt
 measured_seconds and plain_seconds: the least of the timed steps of the returned module
 and of the model; extra_seconds: the forward seconds the plan recomputes, forward_seconds:
 one forward pass, both as measured at capture; nested: runs checkpointed inside runs;
-steps: training steps fit ran to measure (4 per measured module); chunked: 0, or
+steps: training steps fit ran to measure (4 per measured module, and _choice.ROUNDS
+per fit timed again beside the others); chunked: 0, or
 the module runs its nn.LSTMs in up to this many time chunks (exact=False); kind: "sequential" when the
 plan is one checkpoint_sequential would make, "nested", else "flat"."""
 
@@ -447,28 +451,6 @@ def add_workspaces(graph, ws):
                 attrs["backward_workspace"] = int(b)
 
 
-def _next_trial(order, fits, ok):
-    """The next candidate to measure: the best ranked one that ok() allows,
-    of the model as written while one of its plans may fit (the time-chunked
-    variants, the fastest ranked first, only where none does), once one
-    fits of that one's variant; after a measured fit that is not a
-    checkpoint_sequential shape, the best such shape if one may fit (so
-    that fit is never slower than checkpoint_sequential where a measured
-    step can tell).  ok() runs only on candidates that could still be
-    picked (it may place a plan on its timeline)."""
-    seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
-    best, tier = None, None
-    for c in order:
-        if fits and c.variant != fits[0][3].variant:
-            continue
-        here = (bool(c.variant) and not fits, seq and c.kind != "sequential")
-        if (tier is None or here < tier) and ok(c):
-            best, tier = c, here
-            if not any(here):
-                break
-    return best
-
-
 def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4, verify=True,
         exact=True):
     """(module, FitResult): model rebuilt with the runs of nodes that let
@@ -478,7 +460,8 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     chunks, equal up to float rounding; the model as written is preferred
     where one of its plans fits).  trials: fitting candidates measured;
     attempts: candidates measured in all (4 training steps each, and 4 for
-    the model).  BudgetError when nothing measured fits."""
+    the model; fits timed close to each other get _choice.ROUNDS more
+    each, interleaved).  BudgetError when nothing measured fits."""
     variants = [_variant(model, inputs, name, {}, 0)]
     seen = [{}]
     for most in () if exact else CHUNKINGS:
@@ -528,7 +511,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
                 and c not in unbuilt)
 
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
-        pick = _next_trial(order, fits, ok)
+        pick = _choice.next_trial(order, fits, ok)
         if pick is None:
             break
         try:
@@ -550,20 +533,16 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             excess[pick.variant] = max(excess[pick.variant], peak - tl.known(pick))
     if not fits:
         raise _budget_error(budget, name, tl.least(order), min(excess), least)
-    secs, _, peak, pick, module = _least_memory_of_fastest(fits)
+    # The fits whose first timings are close are timed again side by side
+    # (memplan._choice): the fastest wins unless indistinguishable.
+    final = _choice.finalists(fits)
+    times = None
+    if len(final) > 1:
+        times = _choice.retime([f[4] for f in final], inputs, loss_fn)
+        done.steps += sum(map(len, times))
+    secs, _, peak, pick, module = _choice.choose(final, times)
     return module, done.result(pick, (peak, secs), (plain, plain_s), len(tried),
                                time.perf_counter() - t1)
-
-
-TIE = 0.05     # step times within 5% of each other: a tie on this machine
-
-
-def _least_memory_of_fastest(fits):
-    """Of the measured fits (seconds, rank, peak, candidate, module): the
-    least measured peak among those whose step time ties with the fastest
-    one's (within TIE), the better ranked on equal peaks."""
-    fastest = min(f[0] for f in fits)
-    return min((f for f in fits if f[0] <= fastest * (1 + TIE)), key=lambda f: (f[2], f[1]))
 
 
 class _Done:

@@ -1,0 +1,102 @@
+"""Which candidates fit measures, and which measured fit it returns.
+
+fit's goal is the fastest step within the budget; less memory only breaks
+ties.  Each candidate's first timing (measure_step: the least of two steps,
+taken right after that candidate's own warm-up) is made minutes apart from
+the others', so a change in the machine's load between them moves the
+comparison as much as the plans do (ResNet-50 at batch 16, 2 cores: the
+same plan timed 3.41 s and 3.71 s in two runs of one benchmark).  The
+measured fits whose first timings are close are therefore timed again
+side by side (_retime: A B, B A, A B ...), and compared by the median of
+the per-round ratios, in which a load that lasts a round cancels.
+"""
+
+import time
+
+from ._fx import as_tuple, frozen
+from ._measure import _step, _zero_grads, default_loss
+
+NEAR = 0.15      # first timings within 15% of the fastest: timed again side by side
+FINALISTS = 3    # at most this many of them
+ROUNDS = 3       # rounds of one step each, the order reversed every other round
+TIE = 0.03       # a median paired ratio within 3%: indistinguishable here
+
+
+def next_trial(order, fits, ok):
+    """The next candidate to measure: the best ranked one that ok() allows,
+    of the model as written while one of its plans may fit (the time-chunked
+    variants, the fastest ranked first, only where none does), once one
+    fits of that one's variant; after a measured fit that is not a
+    checkpoint_sequential shape, the best such shape if one may fit (so
+    that fit is never slower than checkpoint_sequential where a measured
+    step can tell).  ok() runs only on candidates that could still be
+    picked (it may place a plan on its timeline)."""
+    seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
+    best, tier = None, None
+    for c in order:
+        if fits and c.variant != fits[0][3].variant:
+            continue
+        here = (bool(c.variant) and not fits, seq and c.kind != "sequential")
+        if (tier is None or here < tier) and ok(c):
+            best, tier = c, here
+            if not any(here):
+                break
+    return best
+
+
+def finalists(fits):
+    """The measured fits (seconds, rank, peak, candidate, module) whose first
+    timing is within NEAR of the fastest one's, fastest first, at most
+    FINALISTS; the others are slower than any noise seen here."""
+    ranked = sorted(fits, key=lambda f: (f[0], f[1]))
+    return [f for f in ranked if f[0] <= ranked[0][0] * (1 + NEAR)][:FINALISTS]
+
+
+def retime(modules, inputs, loss_fn=None, rounds=ROUNDS, clock=time.perf_counter):
+    """Seconds of `rounds` training steps of each module, interleaved: round
+    r steps every module once, in the given order when r is even, reversed
+    when odd (A B, B A, A B: a load that grows or fades within a round
+    favours neither).  times[i][r] is module i's step in round r.  The
+    modules share their parameters (fit's rebuilds of one model), which are
+    given back exactly as they were, gradients and modes too."""
+    inputs, loss_fn = as_tuple(inputs), loss_fn or default_loss
+    times = [[] for _ in modules]
+    modes = [m.training for m in modules]
+    with frozen(modules[0]):
+        try:
+            for m in modules:
+                m.train()
+            for r in range(rounds):
+                order = range(len(modules)) if r % 2 == 0 else reversed(range(len(modules)))
+                for i in order:
+                    _zero_grads(modules[i])
+                    t0 = clock()
+                    _step(modules[i], inputs, loss_fn)
+                    times[i].append(clock() - t0)
+        finally:
+            for m, mode in zip(modules, modes):
+                m.train(mode)
+    return times
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def choose(fits, times=None):
+    """Of fits (seconds, rank, peak, candidate, module) and their interleaved
+    times (retime; None: the first timings alone): the one with the least
+    median step, unless another's step is within TIE of it by the median of
+    the per-round ratios -- indistinguishable -- in which case the least
+    measured peak among those, the better ranked on equal peaks."""
+    if times is None:
+        fastest = min(f[0] for f in fits)
+        tied = [f for f in fits if f[0] <= fastest * (1 + TIE)]
+        return min(tied, key=lambda f: (f[2], f[1]))
+    meds = [_median(t) for t in times]
+    w = min(range(len(fits)), key=lambda i: (meds[i], fits[i][1]))
+    tied = [i for i in range(len(fits))
+            if _median([a / b for a, b in zip(times[i], times[w])]) <= 1 + TIE]
+    return fits[min(tied, key=lambda i: (fits[i][2], fits[i][1]))]
