@@ -3,18 +3,29 @@ measured on the real CPU next to the plain training step and
 torch.utils.checkpoint's checkpoint_sequential.
 
     /usr/bin/python3 bench/torch/bench_fit.py [--quick] [--models M,M]
-        [--size MODEL=BATCHxDIM]... [--repeat N] [--json FILE] [--out MD]
-        [--command TEXT]
+        [--size MODEL=BATCHxDIM]... [--repeat R] [--threads N] [--json FILE]
+        [--out MD] [--equal-memory] [--issue-sizes] [--command TEXT]
     /usr/bin/python3 bench/torch/bench_fit.py --from-json FILE [--out MD]
 
-Per model (models.py): the plain step's peak (memplan.torch.measure_peak)
-and median step time (measure_time); fit() at budgets of 1/3 and 1/2 of the
-plain peak (BudgetError is a result); checkpoint_sequential at k = 2, 4, 8
-and at memplan's number of runs.  One JSON line per measurement goes to
---json as soon as it is made; the Markdown (report.py) is written at the
-end, whole or not at all.  --from-json rewrites the Markdown from a run's
-JSON lines (e.g. after editing notes.md).  --quick: small sizes, and the
-sanity checks (a fit's measured peak within its budget) fail the run.
+Per model (models.py): the torch thread count (the plain step timed at 1
+and at the default count in a few interleaved rounds, the faster kept for
+everything else; --threads N forces one); the plain step's peak
+(memplan.torch.measure_peak); fit() at budgets of 1/3 and 1/2 of the plain
+peak (BudgetError is a result; the peak is fit's own measured step);
+checkpoint_sequential at k = 2, 4, 8 and at memplan's numbers of runs
+(measure_peak).  Then every variant built is timed in the same R rounds
+(timing.py; R = --repeat), the plain step twice per round ("plain" and
+"plain again": the run's noise floor).  --equal-memory: fit again at the
+measured peak of each checkpoint_sequential row on the Pareto front above
+1/3 of the plain peak, timed in rounds of its own beside those rows.
+--issue-sizes: the plain step and fit at 1/3 at the issue's sizes
+(models.SIZES[m]["full"]), in a section of their own.
+
+One JSON line per measurement goes to --json as soon as it is made; the
+Markdown (report.py) is written at the end, whole or not at all.
+--from-json rewrites the Markdown from a run's JSON lines (e.g. after
+editing notes.md).  --quick: small sizes, and the sanity checks (a fit's
+measured peak within its budget, every variant timed) fail the run.
 Exit status: 0 every variant measured, 1 some crashed (listed), 2 usage.
 """
 
@@ -24,6 +35,7 @@ import datetime
 import inspect
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -38,10 +50,16 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import models  # noqa: E402
 import report  # noqa: E402
+import timing  # noqa: E402
 
 FRACTIONS = (3, 2)         # fit budgets: plain peak // f
 SEGMENTS = (2, 4, 8)       # checkpoint_sequential segment counts always run
 PLAN_TARGET = ("resnet50", 32, 224)   # the issue's planning-time target
+PROBE_ROUNDS = 3           # rounds of the plain step per thread count tried
+DEFAULT_THREADS = torch.get_num_threads()   # torch's own choice, before any set
+# the thread counts tried per model: 1 and one per core this process may run
+# on (torch's own default is not that everywhere: 1 on this VM's OpenMP)
+THREAD_COUNTS = sorted({1, len(os.sched_getaffinity(0))})
 START = time.perf_counter()
 # torch 1.13's checkpoint_sequential takes no use_reentrant (2.0 added it).
 NATIVE_NR = "use_reentrant" in inspect.signature(checkpoint_sequential).parameters
@@ -97,12 +115,8 @@ def same_output(a, b, x):
         return torch.allclose(a(x), b(x), rtol=1e-4, atol=1e-5)
 
 
-def measured(module, x, repeat):
-    return {"peak": mpt.measure_peak(module, x),
-            "time": mpt.measure_time(module, x, repeat=repeat)}
-
-
-def fit_row(model, x, budget, args):
+def fit_row(model, x, budget, args, keep):
+    """fit's record at budget; its module goes to keep["module"]."""
     try:
         module, r = mpt.fit(model, x, budget, exact=False)
     except mpt.BudgetError as e:       # a result: the smallest peak fit reached
@@ -110,6 +124,7 @@ def fit_row(model, x, budget, args):
     assert same_output(model, module, x), "the fitted module's output differs from the model's"
     assert not args.quick or r.measured_peak <= budget, \
         "fit returned a module measured at %d bytes over its budget %d" % (r.measured_peak, budget)
+    keep["module"] = module
     return dict(peak=r.measured_peak, fits=r.measured_peak <= budget, planned=r.planned_peak,
                 extra_pct=100.0 * r.extra_flops / r.forward_flops, runs=r.checkpointed,
                 candidates=r.candidates, attempts=r.attempts, fit_plain_peak=r.plain_peak,
@@ -117,8 +132,7 @@ def fit_row(model, x, budget, args):
                 measuring_s=r.measuring_seconds, nested=r.nested, steps=r.steps,
                 extra_time_pct=100.0 * r.extra_seconds / r.forward_seconds,
                 chunked=r.chunked, plan_kind=r.kind,
-                fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds,
-                time=mpt.measure_time(module, x, repeat=args.repeat))
+                fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds)
 
 
 def segment_counts(pieces, fit_rows):
@@ -150,9 +164,9 @@ def plan_only(name, batch, dim):
 class Recorder:
     """Writes each record as a JSON line the moment it exists."""
 
-    def __init__(self, path):
+    def __init__(self, path, quick):
         self.f = open(path, "w") if path else None
-        self.records, self.crashed = [], 0
+        self.records, self.crashed, self.quick = [], 0, quick
 
     def emit(self, rec):
         self.records.append(rec)
@@ -173,13 +187,30 @@ class Recorder:
         except Exception as e:     # reported, and the exit status says so
             self.crashed += 1
             row = {"error": "%s: %s" % (type(e).__name__, e), "crashed": True}
-        # the 1-minute load average: on a shared machine it says which times
-        # other work slowed down
         row = dict(base, variant=label, kind=kind, seconds=time.perf_counter() - t0,
                    load=os.getloadavg()[0], **(fields or {}), **row)
         self.emit(row)
         log("%s: %s: %s" % (base["model"], label, summary(row)))
         return row
+
+    def rounds(self, base, name, model, entries, x, n, kind="rounds", extra=None):
+        """Times entries [(label, module, threads)] in n interleaved rounds
+        (timing.interleaved); one record of every step's seconds, with the
+        fields extra(timings) adds."""
+        t0, load0 = time.perf_counter(), os.getloadavg()[0]
+        log("%s: %s, %d rounds of %s ..." % (base["model"], name, n,
+                                              ", ".join(e[0] for e in entries)))
+        out = timing.interleaved(model, entries, x, n)
+        rec = dict(base, kind=kind, set=name, rounds=n, seconds=time.perf_counter() - t0,
+                   load=[load0, os.getloadavg()[0]], **out, **(extra(out) if extra else {}))
+        self.emit(rec)
+        self.crashed += len(out["errors"])
+        assert not self.quick or not out["errors"], "%s: steps failed in the rounds: %s" % (
+            base["model"], out["errors"])
+        log("%s: %s: %s (%.0f s)" % (base["model"], name, "; ".join(
+            "%s %.2f s" % (k, statistics.median(v)) for k, v in out["times"].items() if v),
+            rec["seconds"]))
+        return rec
 
 
 def summary(row):
@@ -188,8 +219,8 @@ def summary(row):
     parts = []
     if "peak" in row:
         parts.append("peak %.1f MiB" % (row["peak"] / 2.0 ** 20))
-    if "time" in row:
-        parts.append("step %.2f s" % row["time"])
+    if "fit_time" in row:
+        parts.append("fit's step %.2f s" % row["fit_time"])
     if "runs" in row:
         parts.append("%d runs, +%.1f%% FLOPs" % (row["runs"], row["extra_pct"]))
     if "planning_s" in row:
@@ -197,31 +228,109 @@ def summary(row):
     return ", ".join(parts) + " (%.0f s)" % row["seconds"]
 
 
-def bench_model(rec, name, batch, dim, args):
-    base = {"model": name, "batch": batch, "dim": dim}
+def with_plain_again(entries, model):
+    """entries with "plain again" (the model once more) half-way down the
+    list: the rotation then never times it right after "plain"."""
+    mid = max(1, (len(entries) + 1) // 2)
+    return entries[:mid] + [("plain again", model, None)] + entries[mid:]
+
+
+def choose_threads(rec, base, model, x, args):
+    """The thread count every step of this model runs at: --threads, or
+    the faster plain step of THREAD_COUNTS in PROBE_ROUNDS rounds."""
+    counts = THREAD_COUNTS
+    if args.threads or len(counts) == 1:
+        n = args.threads or counts[0]
+        rec.emit(dict(base, kind="threads", chosen=n, forced=bool(args.threads)))
+        return n
+    label = {n: "plain, %d thread%s" % (n, "s" if n > 1 else "") for n in counts}
+
+    def chosen(out):
+        medians = {n: statistics.median(out["times"][label[n]])
+                   for n in counts if out["times"][label[n]]}
+        return {"forced": False, "counts": counts,
+                "chosen": min(medians, key=medians.get) if medians else counts[-1]}
+
+    probe = rec.rounds(base, "threads", model, [(label[n], model, n) for n in counts], x,
+                       PROBE_ROUNDS, kind="threads", extra=chosen)
+    log("%s: %d thread(s) for every step" % (base["model"], probe["chosen"]))
+    return probe["chosen"]
+
+
+def bench_model(rec, section, name, batch, dim, args):
+    """Every row of one model at one size; section "issue" (the issue's
+    sizes): the plain step and fit at 1/3 only."""
+    base = {"model": name, "batch": batch, "dim": dim, "section": section}
     model, x, seq = models.build(name, batch, dim)
     assert same_output(model, seq, x), "%s: the Sequential's output differs from the model's" % name
     rec.emit(dict(base, kind="check", variant="sequential", pieces=len(seq), same=True))
-    plain = rec.variant(base, "plain", "plain", lambda: measured(model, x, args.repeat))
+    base["threads"] = choose_threads(rec, base, model, x, args)
+    torch.set_num_threads(base["threads"])
+    plain = rec.variant(base, "plain", "plain", lambda: {"peak": mpt.measure_peak(model, x)})
     if "peak" not in plain:
         return
-    fits = [rec.variant(base, "memplan 1/%d" % f, "memplan",
-                        lambda f=f: fit_row(model, x, plain["peak"] // f, args),
-                        {"fraction": f, "budget": plain["peak"] // f})
-            for f in FRACTIONS]
-    ks, skipped = segment_counts(len(seq), fits)
-    for k in ks:
-        rec.variant(base, "checkpoint_sequential k=%d" % k, "segments",
-                    lambda k=k: dict(measured(Segmented(seq, k), x, args.repeat), segments=k,
-                                     checkpointed=(k - 1) * (len(seq) // k), pieces=len(seq)))
-    for k, why in skipped.items():
-        rec.emit(dict(base, kind="skipped", variant="checkpoint_sequential k=%d" % k, why=why))
+    entries = [("plain", model, None)]
+    fits = []
+    for f in FRACTIONS if section == "main" else FRACTIONS[:1]:
+        keep = {}
+        fits.append(rec.variant(base, "memplan 1/%d" % f, "memplan",
+                                lambda f=f, keep=keep: fit_row(model, x, plain["peak"] // f,
+                                                               args, keep),
+                                {"fraction": f, "budget": plain["peak"] // f}))
+        if "module" in keep:
+            entries.append((fits[-1]["variant"], keep["module"], None))
+    segs = {}
+    if section == "main":
+        ks, skipped = segment_counts(len(seq), fits)
+        for k in ks:
+            label, module = "checkpoint_sequential k=%d" % k, Segmented(seq, k)
+            row = rec.variant(base, label, "segments",
+                              lambda k=k, module=module: dict(
+                                  peak=mpt.measure_peak(module, x), segments=k,
+                                  checkpointed=(k - 1) * (len(seq) // k), pieces=len(seq)))
+            if "peak" in row:
+                segs[label] = (row, module)
+                entries.append((label, module, None))
+        for k, why in skipped.items():
+            rec.emit(dict(base, kind="skipped", variant="checkpoint_sequential k=%d" % k, why=why))
+    done = rec.rounds(base, "main", model, with_plain_again(entries, model), x, args.repeat)
+    if args.equal_memory and section == "main":
+        equal_memory(rec, base, model, x, segs, done, plain["peak"] // FRACTIONS[0], args)
+
+
+def pareto(rows, med):
+    """The rows no other row beats on both peak and median step time."""
+    def beats(o, s):
+        return (o["peak"] <= s["peak"] and med[o["variant"]] <= med[s["variant"]]
+                and (o["peak"] < s["peak"] or med[o["variant"]] < med[s["variant"]]))
+    return [s for s in rows if not any(beats(o, s) for o in rows)]
+
+
+def equal_memory(rec, base, model, x, segs, done, floor, args):
+    """fit at the measured peak of every checkpoint_sequential row on the
+    Pareto front above floor bytes, each timed beside its row in rounds of
+    their own."""
+    med = {k: statistics.median(v) for k, v in done["times"].items() if v}
+    rows = [row for row, _ in segs.values() if row["variant"] in med]
+    front = sorted((s for s in pareto(rows, med) if s["peak"] > floor), key=lambda s: s["peak"])
+    entries = [("plain", model, None)]
+    for s in front:
+        keep = {}
+        row = rec.variant(base, "memplan at %s's peak" % s["variant"], "memplan-eq",
+                          lambda s=s, keep=keep: fit_row(model, x, s["peak"], args, keep),
+                          {"budget": s["peak"], "equal_to": s["variant"]})
+        entries.append((s["variant"], segs[s["variant"]][1], None))
+        if "module" in keep:
+            entries.append((row["variant"], keep["module"], None))
+    if front:
+        rec.rounds(base, "equal", model, with_plain_again(entries, model), x, args.repeat)
 
 
 def run_plan_target(rec, sizes, args):
     name, batch, dim = PLAN_TARGET
-    if args.quick or name not in sizes or sizes[name] == (batch, dim):
+    if (args.quick or args.issue_sizes or name not in sizes or sizes[name] == (batch, dim)):
         return
+    torch.set_num_threads(args.threads or THREAD_COUNTS[-1])
     rec.variant({"model": name, "batch": batch, "dim": dim},
                 "planning only, batch %d" % batch, "plan-only",
                 lambda: plan_only(name, batch, dim))
@@ -248,7 +357,7 @@ def machine():
     return {"cpu": lscpu.get("Model name", "unknown").strip(),
             "cores": lscpu.get("CPU(s)", "?").strip(), "mem_gib": mem,
             "torch": torch.__version__, "torchvision": torchvision.__version__,
-            "threads": torch.get_num_threads(), "rev": rev,
+            "default_threads": DEFAULT_THREADS, "thread_counts": THREAD_COUNTS, "rev": rev,
             "lib": os.environ.get("MEMPLAN_LIB", "(default)"),
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
             "load_start": list(os.getloadavg())}
@@ -275,8 +384,15 @@ def parse(argv):
     p.add_argument("--models", default=",".join(models.BUILD),
                    type=lambda s: [m for m in s.split(",") if m])
     p.add_argument("--size", action="append", default=[], help="MODEL=BATCHxDIM (repeatable)")
-    p.add_argument("--repeat", type=int, default=3, help="timed steps per median (>= 3)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=5,
+                   help="interleaved timing rounds, one step of each variant per round (>= 3)")
+    p.add_argument("--threads", type=int,
+                   help="torch threads for every model (default: per model, the faster "
+                   "plain step of %s)" % " and ".join(map(str, THREAD_COUNTS)))
+    p.add_argument("--equal-memory", action="store_true",
+                   help="also fit at each Pareto-front checkpoint_sequential row's peak")
+    p.add_argument("--issue-sizes", action="store_true",
+                   help="also the plain step and fit at 1/3 at the issue's sizes")
     p.add_argument("--json", help="JSON lines of every measurement")
     p.add_argument("--out", help="the Markdown (default docs/benchmarks-torch.md; "
                    "build-bench-torch/quick/benchmarks-torch.md with --quick)")
@@ -284,8 +400,12 @@ def parse(argv):
     p.add_argument("--from-json", help="only write the Markdown from this run's JSON lines")
     args = p.parse_args(argv)
     unknown = [m for m in args.models if m not in models.BUILD]
-    if unknown or args.repeat < 3:
-        p.error("unknown model %s" % unknown if unknown else "--repeat must be at least 3")
+    if unknown:
+        p.error("unknown model %s" % unknown)
+    if args.repeat < 3:
+        p.error("--repeat must be at least 3")
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be at least 1")
     args.out = args.out or os.path.join(
         ROOT, "build-bench-torch/quick" if args.quick else "docs", "benchmarks-torch.md")
     return args
@@ -296,16 +416,21 @@ def main(argv):
     if args.from_json:
         report.write(report.load(args.from_json), args.out)
         return 0
-    torch.set_num_threads(args.threads)
     sizes = parse_sizes(args)
-    rec = Recorder(args.json)
+    issue = {m: tuple(models.SIZES[m]["full"]) for m in sizes} if args.issue_sizes else {}
+    rec = Recorder(args.json, args.quick)
     rec.emit(dict(machine(), kind="meta", quick=args.quick, repeat=args.repeat,
                   command=args.command or " ".join(["bench/torch/bench_fit.py"] + argv),
                   sizes=sizes, issue_sizes={m: models.SIZES[m]["full"] for m in sizes},
                   describe={m: models.describe(m, *sizes[m]) for m in sizes},
-                  fractions=FRACTIONS, native_nr=NATIVE_NR))
+                  describe_issue={m: models.describe(m, *issue[m]) for m in issue},
+                  fractions=FRACTIONS, native_nr=NATIVE_NR, timing="rounds",
+                  threads=args.threads, probe_rounds=PROBE_ROUNDS,
+                  equal_memory=args.equal_memory, issue_run=bool(issue)))
     for name, (batch, dim) in sizes.items():
-        bench_model(rec, name, batch, dim, args)
+        bench_model(rec, "main", name, batch, dim, args)
+    for name, (batch, dim) in issue.items():
+        bench_model(rec, "issue", name, batch, dim, args)
     run_plan_target(rec, sizes, args)
     rec.emit({"kind": "end", "seconds": time.perf_counter() - START,
               "load_end": list(os.getloadavg()), "crashed": rec.crashed})

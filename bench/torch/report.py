@@ -1,9 +1,16 @@
 """The Markdown of bench/torch/bench_fit.py: every number and every verdict
 line comes from the run's records; only the reading at the end
-(bench/torch/notes.md) is hand-written, appended verbatim."""
+(bench/torch/notes.md) is hand-written, appended verbatim.
+
+Runs since the interleaved timing (meta "timing": "rounds") time every
+variant of a model in the same rounds (a "rounds" record of every step's
+seconds); older runs timed each row alone (its own "time", a median): both
+are read, the older without a noise floor (tolerance 0, said so).
+"""
 
 import json
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,6 +22,7 @@ TIME_LIMIT = 1.4           # issue 14: a fitted step at most 1.4x the plain one
 PLANNING_LIMIT = 2.0       # issue 14: under two seconds of planning (ResNet-50, batch 32)
 TITLES = {"resnet50": "ResNet-50 (torchvision)", "vit_b_16": "ViT-B/16 (torchvision vit_b_16)",
           "lstm": "LSTM (4 stacked nn.LSTM, linear head)"}
+TIMED = ("plain", "memplan", "segments", "memplan-eq")
 
 
 def load(path):
@@ -34,6 +42,81 @@ def yes(flag):
     return "yes" if flag else "no"
 
 
+def pct(v):
+    return "%.1f%%" % (100.0 * v)
+
+
+# ---------------------------------------------------------------- timing --
+
+def noise_floor(times, a="plain", b="plain again"):
+    """The relative tolerance a comparison of two medians of this run
+    needs, from the same module timed twice per round: the larger of
+    |median(b) / median(a) - 1| and the median over rounds of
+    |b_r / a_r - 1| (one pair's typical deviation: a difference of medians
+    this small is the noise of identical work).  None without both."""
+    ta, tb = times.get(a) or [], times.get(b) or []
+    if not ta or not tb:
+        return None
+    pairs = [abs(y / x - 1.0) for x, y in zip(ta, tb)]
+    return max(abs(statistics.median(tb) / statistics.median(ta) - 1.0),
+               statistics.median(pairs))
+
+
+class Group:
+    """One model at one size (section "main", or "issue" for the issue's
+    sizes): its rows, and the times of each round set ("main", "equal")."""
+
+    def __init__(self, section, model):
+        self.section, self.model = section, model
+        self.rows, self.sets, self.threads = [], {}, None
+
+    def time(self, row, name="main"):
+        """(median, min, max) seconds of a row's steps in a round set; an
+        old record's own median (no spread) where the run had no rounds."""
+        rounds = self.sets.get(name)
+        if rounds is None:
+            return (row["time"], None, None) if name == "main" and "time" in row else None
+        return stats(rounds["times"].get(row["variant"]))
+
+    def noise(self, name="main"):
+        rounds = self.sets.get(name)
+        return noise_floor(rounds["times"]) if rounds else None
+
+    def plain(self):
+        return next((r for r in self.rows if r["kind"] == "plain" and "peak" in r), None)
+
+    def of(self, kind):
+        return [r for r in self.rows if r["kind"] == kind]
+
+
+def groups(records):
+    out = {}
+    for r in records:
+        if "model" not in r or r.get("kind") == "plan-only":
+            continue
+        g = out.setdefault((r.get("section", "main"), r["model"]),
+                           Group(r.get("section", "main"), r["model"]))
+        if r["kind"] == "rounds":
+            g.sets[r["set"]] = r
+        elif r["kind"] == "threads":
+            g.threads = r
+        else:
+            g.rows.append(r)
+    return out
+
+
+def stats(times):
+    return (statistics.median(times), min(times), max(times)) if times else None
+
+
+def spread(t):
+    """'3.41 s [3.30-3.52]' (median [min-max]), or '3.41 s' for an old
+    record's median alone."""
+    if t is None:
+        return "not timed"
+    return "%.2f s" % t[0] + (" [%.2f-%.2f]" % t[1:] if t[1] is not None else "")
+
+
 # ------------------------------------------------------------- sections --
 
 def header(meta, end):
@@ -43,27 +126,46 @@ def header(meta, end):
             "torch %s's checkpoint_sequential has no use_reentrant argument (2.0 added it), "
             "so the benchmark runs its code with the non-reentrant checkpoint "
             "(`Segmented` in bench_fit.py): the same segments" % meta["torch"])
-    return [
+    rounds = meta.get("timing") == "rounds"
+    threads = ("%d for every model (--threads)" % meta["threads"] if meta.get("threads") else
+               "per model, the faster plain step of %s threads (below; torch's own default "
+               "here: %d)" % (" and ".join(map(str, meta["thread_counts"])),
+                              meta["default_threads"])) if rounds else "%d" % meta["threads"]
+    if rounds:
+        timing = (
+            "Step time: after every variant of a model is built, all of them are timed in the "
+            "same %d rounds (bench/torch/timing.py): one warm-up step of each, then per round "
+            "one training step of each in turn, the order rotated by one per round, gradients "
+            "zeroed before each step as `memplan.torch.measure_time` does. A row's step is the "
+            "median of its %d steps, [min-max] beside it. The plain step is timed twice per "
+            "round ('plain' and 'plain again', apart in the order): their difference is the "
+            "run's noise floor, the tolerance of every comparison of medians below."
+            % (meta["repeat"], meta["repeat"]))
+    else:
+        timing = ("Step time: `memplan.torch.measure_time`, the median of %d timed steps after "
+                  "one warm-up, each row timed alone, one after another (a run from before "
+                  "the interleaved timing: no spread, no noise floor)." % meta["repeat"])
+    out = [
         "# memplan.torch.fit on real PyTorch: ResNet-50, ViT-B/16, LSTM (issue 14's targets)",
         "",
         "Generated by `%s` on %s in %.1f minutes; do not edit by hand (the reading at the end "
         "is `bench/torch/notes.md`, appended verbatim)." % (meta["command"], meta["date"], minutes),
         "",
-        "- machine: %s, %s cores (lscpu), %.1f GiB; torch %s, torchvision %s, "
-        "torch.get_num_threads() = %d" % (meta["cpu"], meta["cores"], meta["mem_gib"],
-                                          meta["torch"], meta["torchvision"], meta["threads"]),
+        "- machine: %s, %s cores (lscpu), %.1f GiB; torch %s, torchvision %s; torch threads: "
+        "%s" % (meta["cpu"], meta["cores"], meta["mem_gib"], meta["torch"], meta["torchvision"],
+                threads),
         "- load average at the start: %s; at the end: %s (the machine was shared: times are "
         "noisy)" % (" ".join("%.2f" % v for v in meta["load_start"]), load_end),
-        "- memplan revision %s; libmemplan `%s`" % (meta["rev"], meta["lib"]),
-        "- 'load' in the tables: the 1-minute load average when the row was measured; "
-        "with torch's two threads on two cores any other work stalls a step far beyond its "
-        "share, so rows measured under load > 2 time more than the work",
+        "- memplan revision %s; libmemplan `%s`" % (meta["rev"], meta["lib"])]
+    if not rounds:
+        out.append("- 'load' in the tables: the 1-minute load average when the row was "
+                   "measured; rows measured under load > 2 time more than the work")
+    return out + [
         "",
         "Peak: `memplan.torch.measure_peak`, the most bytes torch's CPU allocator held during "
         "one training step (forward, softmax cross-entropy, backward; after a warm-up step) above "
         "what was live when it began: parameters and their (zeroed) gradients are not in it. "
-        "Step time: `memplan.torch.measure_time`, the median of %d timed steps after one "
-        "warm-up (repeat=%d). memplan rows: `memplan.torch.fit(model, x, budget)` with budget = "
+        "%s memplan rows: `memplan.torch.fit(model, x, budget)` with budget = "
         "plain peak / 3 (the issue's target) and / 2; their peak is fit's own measured step "
         "(FitResult.measured_peak), their time that of the returned module. "
         "checkpoint_sequential: on an nn.Sequential of the model's pieces (bench/torch/models.py; "
@@ -76,8 +178,7 @@ def header(meta, end):
         "other model is affected). 'N runs (M nested)': M runs checkpointed again inside the N; "
         "'checkpoint_sequential's shape': fit's plan is one checkpoint_sequential makes on some "
         "segmentation of the model's modules; 'time chunks': the returned module runs its LSTMs "
-        "over time chunks."
-        % (meta["repeat"], meta["repeat"], impl),
+        "over time chunks." % (timing, impl),
         ""]
 
 
@@ -87,6 +188,8 @@ def sizes_table(meta):
         issue = meta["issue_sizes"][m]
         note = "the issue's size" if list(size) == list(issue) else (
             "quick smoke test" if meta["quick"] else "reduced for time (see the reading)")
+        if meta.get("issue_run") and list(size) != list(issue):
+            note += "; also run at the issue's size (plain and 1/3, below)"
         out.append("| %s | %s | batch %d, %s %d | %s |" % (
             m, meta["describe"][m], issue[0], "T =" if m == "lstm" else "side", issue[1], note))
     return out + [""]
@@ -109,28 +212,86 @@ def _plan_kind(r):
     return out + (f", {chunks} time chunks" if chunks else "")
 
 
-def row_cells(r, plain):
+def what_cell(r):
+    if "runs" in r:
+        return "%d runs%s%s" % (r["runs"], " (%d nested)" % r["nested"] if r.get("nested") else "",
+                                _plan_kind(r))
+    return "%d of %d pieces" % (r["checkpointed"], r["pieces"]) if "checkpointed" in r else ""
+
+
+def row_cells(g, r, plain, name="main"):
     has = "peak" in r
+    t, tp = g.time(r, name), g.time(plain, name)
     extra = "%.1f" % r["extra_pct"] if "extra_pct" in r else ("0.0" if r["kind"] == "plain" else "")
-    what = ("%d runs%s%s" % (r["runs"], " (%d nested)" % r["nested"] if r.get("nested") else "",
-                             _plan_kind(r))
-            if "runs" in r else
-            "%d of %d pieces" % (r["checkpointed"], r["pieces"]) if "checkpointed" in r else "")
-    cells = [r["variant"], peak_cell(r),
+    cells = [r["variant"], peak_cell(r) if r["kind"] != "again" else "(plain's)",
              "%.2f" % (r["peak"] / plain["peak"]) if has else "",
-             "%.2f" % r["time"] if "time" in r else "",
-             "%.2f" % (r["time"] / plain["time"]) if "time" in r else "", extra, what]
-    fits = [yes(has and r["peak"] <= plain["peak"] // f) for f in (3, 2)]
-    return cells + fits + ["%.1f" % r["load"] if "load" in r else ""]
+             "%.2f" % t[0] if t else ""] + (
+                 ["%.2f-%.2f" % t[1:] if t else ""] if g.sets else []) + [
+             "%.2f" % (t[0] / tp[0]) if t and tp else "", extra, what_cell(r)]
+    fits = [yes(has and r["peak"] <= plain["peak"] // f) if r["kind"] != "again" else ""
+            for f in (3, 2)]
+    return cells + fits + (["%.1f" % r["load"] if "load" in r else ""] if not g.sets else [])
 
 
-def model_table(rows, plain):
-    out = ["| variant | peak MiB | / plain | step s | / plain | extra FLOPs % | checkpointed "
-           "| fits 1/3 | fits 1/2 | load |", "|---|---:|---:|---:|---:|---:|---|---|---|---:|"]
+def model_table(g, rows, plain, name="main"):
+    # old runs: no spread, and the load when each row was timed alone
+    spread_col = (" min-max s |", "---:|") if g.sets else ("", "")
+    load_col = ("", "") if g.sets else (" load |", "---:|")
+    head = ("| variant | peak MiB | / plain | step s |%s / plain | extra FLOPs %% "
+            "| checkpointed | fits 1/3 | fits 1/2 |%s" % (spread_col[0], load_col[0]))
+    rule = "|---|---:|---:|---:|%s---:|---:|---|---|---|%s" % (spread_col[1], load_col[1])
+    out = [head, rule]
     for r in rows:
-        if "peak" in r or "min_peak" in r or r.get("error"):
-            out.append("| " + " | ".join(row_cells(r, plain)) + " |")
+        if "peak" in r or "min_peak" in r or r.get("error") or r["kind"] == "again":
+            out.append("| " + " | ".join(row_cells(g, r, plain, name)) + " |")
     return out + [""]
+
+
+def with_again(g, rows, name="main"):
+    """rows with a 'plain again' row after the plain one where the round
+    set has one."""
+    rounds = g.sets.get(name)
+    if not rounds or not rounds["times"].get("plain again"):
+        return rows
+    i = next((i + 1 for i, r in enumerate(rows) if r["kind"] == "plain"), 0)
+    return rows[:i] + [{"variant": "plain again", "kind": "again"}] + rows[i:]
+
+
+def threads_lines(g):
+    """The thread count this model's steps ran at, and why."""
+    th = g.threads
+    if th is None:
+        return []
+    if th.get("forced"):
+        return ["- threads: %d (--threads)" % th["chosen"]]
+    if "times" not in th:
+        return ["- threads: %d (the only count tried)" % th["chosen"]]
+    return ["- threads: %d, every step of this model (the plain step, median [min-max] of %d "
+            "interleaved rounds: %s)" % (th["chosen"], th["rounds"], ", ".join(
+                "%s %s" % (label.split(", ")[1], spread(stats(th["times"][label])))
+                for label in th["order"]))]
+
+
+def rounds_lines(g, name="main"):
+    """How a round set ran, and its noise floor."""
+    out = []
+    rounds = g.sets.get(name)
+    if rounds is None:
+        return out
+    out.append("- %d rounds of %d variants, %.0f s; load average %.2f at the start, %.2f at "
+               "the end" % (rounds["rounds"], len(rounds["order"]), rounds["seconds"],
+                            rounds["load"][0], rounds["load"][1]))
+    tol = noise_floor(rounds["times"])
+    if tol is not None:
+        a, b = (statistics.median(rounds["times"][k]) for k in ("plain", "plain again"))
+        out.append("- noise floor: plain %.2f s, plain again %.2f s (ratio %.3f); per round "
+                   "the two differ by %s (median); tolerance **%s**" % (
+                       a, b, b / a, pct(statistics.median(
+                           [abs(y / x - 1) for x, y in zip(rounds["times"]["plain"],
+                                                          rounds["times"]["plain again"])])),
+                       pct(tol)))
+    out += ["- %s: its step failed in the rounds: `%s`" % kv for kv in rounds["errors"].items()]
+    return out
 
 
 def fit_details(rows):
@@ -151,46 +312,124 @@ def fit_details(rows):
 
 # -------------------------------------------------------------- verdicts --
 
-def against_segments(fit, segs):
-    """The issue's third target: for every checkpoint_sequential row whose
-    peak is >= the fit's, the fit's step is no slower."""
-    rivals = [s for s in segs if "time" in s and s["peak"] >= fit["peak"]]
+def kname(s):
+    return "k=%d" % s["segments"]
+
+
+def same_shape(fit, seg):
+    """fit's plan is checkpoint_sequential's shape with k - 1 runs and the
+    same measured peak to the byte: most likely the very plan of the row."""
+    return (fit.get("plan_kind") == "sequential" and fit.get("runs") == seg["segments"] - 1
+            and fit["peak"] == seg["peak"])
+
+
+def against_segments(g, fit, segs, tol):
+    """The issue's third target, read as: where memplan holds as much
+    memory as a checkpoint_sequential row or more, its median step is no
+    slower than that row's by more than tol.  (text, holds)."""
+    tf = g.time(fit)[0]
+    timed = [s for s in segs if "peak" in s and g.time(s)]
+    rivals = [s for s in timed if s["peak"] <= fit["peak"]]
     if not rivals:
-        return "no checkpoint_sequential row used as much memory (nothing to compare: holds)", True
-    lost = [s for s in rivals if fit["time"] > s["time"]]
+        least = min(timed, key=lambda s: s["peak"], default=None)
+        return ("no checkpoint_sequential row runs in as little memory" +
+                (" (least: %s, %s MiB)" % (kname(least), mib(least["peak"])) if least else "") +
+                ": holds vacuously"), True
+
     def cite(s):
-        return "k=%d (%s MiB, %.2f s)" % (s["segments"], mib(s["peak"]), s["time"])
-    if not lost:
-        return "no slower than %s: holds" % ", ".join(cite(s) for s in rivals), True
-    return ("**slower** (%.2f s) than %s: fails" % (fit["time"], ", ".join(cite(s) for s in lost)),
-            False)
+        return "%s (%s MiB, %s: memplan %.2fx%s)" % (
+            kname(s), mib(s["peak"]), spread(g.time(s)), tf / g.time(s)[0],
+            "; the same plan: %s's shape, same peak to the byte" % kname(s)
+            if same_shape(fit, s) else "")
+    lost = [s for s in rivals if tf > g.time(s)[0] * (1 + tol)]
+    return ("rows at memplan's peak or below: %s; %s" % (
+        ", ".join(cite(s) for s in rivals),
+        "**slower** than %s beyond the tolerance: fails" % ", ".join(kname(s) for s in lost)
+        if lost else "no slower within the tolerance: holds")), not lost
 
 
-def fitting_segments(segs, budget):
-    ok = sorted((s for s in segs if "time" in s and s["peak"] <= budget), key=lambda s: s["time"])
+def fastest_within(g, fit, segs, budget):
+    """The fastest checkpoint_sequential row that fits budget, and memplan's
+    step beside it."""
+    ok = sorted((s for s in segs if "peak" in s and g.time(s) and s["peak"] <= budget),
+                key=lambda s: g.time(s)[0])
     if not ok:
         least = min((s for s in segs if "peak" in s), key=lambda s: s["peak"], default=None)
-        return ("no checkpoint_sequential row fits it either" +
-                (" (least: k=%d, %s MiB)" % (least["segments"], mib(least["peak"])) if least else ""))
-    return "checkpoint_sequential rows that fit it: " + ", ".join(
-        "k=%d (%s MiB, %.2f s)" % (s["segments"], mib(s["peak"]), s["time"]) for s in ok)
+        return ("no checkpoint_sequential row fits the budget" +
+                (" (least: %s, %s MiB)" % (kname(least), mib(least["peak"])) if least else ""))
+    s, mine = ok[0], g.time(fit) if "peak" in fit else None
+    return ("fastest checkpoint_sequential row within the budget: %s (%s MiB, %s)%s" % (
+        kname(s), mib(s["peak"]), spread(g.time(s)),
+        "; memplan %s = %.2fx it" % (spread(mine), mine[0] / g.time(s)[0]) if mine else ""))
 
 
-def verdict(fit, plain, segs):
+def strictly(g, fit, segs, tol):
+    """The reading this report does not judge by, for information: rows
+    holding more memory than memplan and faster beyond the tolerance."""
+    tf = g.time(fit)[0]
+    faster = [s for s in segs if "peak" in s and g.time(s) and s["peak"] > fit["peak"]
+              and tf > g.time(s)[0] * (1 + tol)]
+    if not faster:
+        return []
+    return ["  (for information, not a target: faster rows that hold more memory than memplan: "
+            "%s.)" % ", ".join("%s (%s MiB, %.2f s)" % (kname(s), mib(s["peak"]),
+                                                       g.time(s)[0]) for s in faster)]
+
+
+def tolerance(g, name="main"):
+    tol = g.noise(name)
+    return (tol, "tolerance %s" % pct(tol)) if tol is not None else (
+        0.0, "no noise floor in this run: tolerance 0")
+
+
+def verdict(g, fit):
     """Lines for one fit row: budget, time, checkpoint_sequential; and
     whether all hold."""
+    segs = g.of("segments")
     head = "memplan 1/%d (budget %s MiB)" % (fit["fraction"], mib(fit["budget"]))
-    if "peak" not in fit:
-        why = "BudgetError" if "min_peak" in fit else "crashed (`%s`)" % fit.get("error")
-        return ["%s: %s -- **not met**; %s." % (head, why, fitting_segments(segs, fit["budget"]))], False
-    ratio = fit["time"] / plain["time"]
-    vs, vs_ok = against_segments(fit, segs)
+    if "peak" not in fit or g.time(fit) is None or g.time(g.plain()) is None:
+        why = ("BudgetError" if "min_peak" in fit else "not timed" if "peak" in fit else
+               "crashed (`%s`)" % fit.get("error"))
+        return ["%s: %s -- **not met**; %s." % (head, why, fastest_within(g, fit, segs,
+                                                                          fit["budget"]))], False
+    tol, tol_text = tolerance(g)
+    ratio = g.time(fit)[0] / g.time(g.plain())[0]
+    near = (" (not decisive: %.1fx lies within the tolerance of it)" % TIME_LIMIT
+            if abs(ratio / TIME_LIMIT - 1) <= tol else "")
+    if g.section == "issue":
+        vs, vs_ok = "not run at this size", True
+    else:
+        vs, vs_ok = against_segments(g, fit, segs, tol)
     ok = fit["fits"] and ratio <= TIME_LIMIT and vs_ok
-    return ["%s: measured %s MiB -- within budget: %s; step %.2f s = %.2fx plain -- <= %.1fx: %s; "
-            "against checkpoint_sequential: %s. **%s**" % (
-                head, mib(fit["peak"]), yes(fit["fits"]), fit["time"], ratio, TIME_LIMIT,
-                yes(ratio <= TIME_LIMIT), vs, "all hold" if ok else "not all hold"),
-            "  (%s.)" % fitting_segments(segs, fit["budget"])], ok
+    lines = ["%s: measured %s MiB -- within budget: %s; step %s = %.2fx plain -- <= %.1fx: "
+             "%s%s; against checkpoint_sequential (%s): %s. **%s**" % (
+                 head, mib(fit["peak"]), yes(fit["fits"]), spread(g.time(fit)), ratio,
+                 TIME_LIMIT, yes(ratio <= TIME_LIMIT), near, tol_text, vs,
+                 "all hold" if ok else "not all hold")]
+    if g.section != "issue":
+        lines.append("  (%s.)" % fastest_within(g, fit, segs, fit["budget"]))
+        lines += strictly(g, fit, segs, tol)
+    return lines, ok
+
+
+def equal_verdict(g, fit):
+    """--equal-memory: fit at a checkpoint_sequential row's measured peak,
+    timed beside it in rounds of their own: no slower within that set's
+    tolerance."""
+    seg = next((s for s in g.of("segments") if s["variant"] == fit["equal_to"]), None)
+    head = "memplan at %s's peak (%s MiB)" % (fit["equal_to"].split()[-1], mib(fit["budget"]))
+    if "peak" not in fit:
+        return "%s: %s -- **not met**" % (head, "BudgetError (least %s MiB)" % mib(
+            fit["min_peak"]) if "min_peak" in fit else "crashed (`%s`)" % fit.get("error"))
+    tm, ts = g.time(fit, "equal"), g.time(seg, "equal") if seg else None
+    if tm is None or ts is None:
+        return "%s: measured %s MiB; not timed beside its row" % (head, mib(fit["peak"]))
+    tol, tol_text = tolerance(g, "equal")
+    ok = tm[0] <= ts[0] * (1 + tol)
+    return ("%s: measured %s MiB, step %s against %s's %s = %.2fx (%s)%s: %s" % (
+        head, mib(fit["peak"]), spread(tm), kname(seg), spread(ts), tm[0] / ts[0], tol_text,
+        "; the same plan: %s's shape, same peak to the byte" % kname(seg)
+        if same_shape(fit, seg) else "", "no slower: **holds**" if ok else "**slower: fails**"))
 
 
 def planning_lines(records):
@@ -204,42 +443,88 @@ def planning_lines(records):
     return out
 
 
-def targets(by_model, records):
+def targets(gs, records):
     out = ["## Issue 14's targets, verdicts generated from the numbers", "",
-           "At budget = plain peak / 3: the measured peak within the budget, the step at most "
-           "%.1fx the plain step, and for every checkpoint_sequential row whose peak is at "
-           "least memplan's, memplan's step no slower. The 1/2 budget is shown the same way."
-           % TIME_LIMIT, ""]
-    for m, rows in by_model.items():
-        plain = next((r for r in rows if r["kind"] == "plain" and "peak" in r), None)
-        if plain is None:
+           "At budget = plain peak / 3 (the 1/2 budget is shown the same way): (1) the measured "
+           "peak within the budget; (2) the step at most %.1fx the plain step; (3) \"never "
+           "slower than checkpoint_sequential at the same or higher memory\", read as: for "
+           "every checkpoint_sequential row whose measured peak is at most memplan's, "
+           "memplan's median step at most that row's times (1 + tolerance). The tolerance is "
+           "the model's noise floor (under each model's table): the plain step timed twice per "
+           "round, the larger of |median(plain again) / median(plain) - 1| and the median over "
+           "rounds of |plain again / plain - 1|. Where no checkpoint_sequential row runs in as "
+           "little memory as memplan, (3) holds vacuously. The fastest checkpoint_sequential "
+           "row within the same budget is shown beside each. Runs from before the interleaved timing "
+           "have no noise floor: tolerance 0." % TIME_LIMIT, ""]
+    for (section, m), g in gs.items():
+        if section != "main":
+            continue
+        if g.plain() is None:
             out.append("- %s: the plain step was not measured." % m)
             continue
-        segs = [r for r in rows if r["kind"] == "segments"]
-        for fit in (r for r in rows if r["kind"] == "memplan"):
-            lines, _ = verdict(fit, plain, segs)
-            out.append("- %s, %s" % (m, lines[0]))
-            out.extend(lines[1:])
+        for fit in g.of("memplan"):
+            lines, _ = verdict(g, fit)
+            out += ["- %s, %s" % (m, lines[0])] + lines[1:]
+        out += ["- %s, %s" % (m, equal_verdict(g, fit)) for fit in g.of("memplan-eq")]
+    issue = [(m, g) for (section, m), g in gs.items() if section == "issue"]
+    if issue:
+        out += ["", "At the issue's sizes (plain and 1/3 only; checkpoint_sequential not run):", ""]
+    for m, g in issue:
+        for fit in g.of("memplan"):
+            lines, _ = verdict(g, fit)
+            out += ["- %s at %s, %s" % (m, describe_row(fit), lines[0])] + lines[1:]
+        if g.plain() is None:
+            out.append("- %s at the issue's size: the plain step was not measured." % m)
     return out + planning_lines(records) + [""]
+
+
+def describe_row(r):
+    return "T=%d, batch %d" % (r["dim"], r["batch"]) if r["model"] == "lstm" else \
+        "batch %d, side %d" % (r["batch"], r["dim"])
 
 
 # ------------------------------------------------------------------ page --
 
-def model_section(m, rows, meta):
-    plain = next((r for r in rows if r["kind"] == "plain" and "peak" in r), None)
-    check = next((r for r in rows if r["kind"] == "check"), None)
-    out = ["## %s: %s" % (TITLES.get(m, m), meta["describe"][m]), ""]
+def equal_table(g):
+    """--equal-memory: each checkpoint_sequential row on the front beside
+    fit at its peak, times from their own rounds."""
+    eq = g.of("memplan-eq")
+    if not eq:
+        return []
+    out = ["### fit at the peaks of checkpoint_sequential's Pareto front (--equal-memory)", "",
+           "For each checkpoint_sequential row that no other row beats on both peak and step "
+           "(above 1/3 of the plain peak): fit with budget = that row's measured peak, then the "
+           "plain step, those rows and these modules timed in rounds of their own.", ""]
+    out += rounds_lines(g, "equal")
+    rows = []
+    for fit in eq:
+        seg = next((s for s in g.of("segments") if s["variant"] == fit["equal_to"]), None)
+        if seg:
+            rows += [seg, fit]
+    return out + [""] + model_table(g, with_again(g, [g.plain()] + rows, "equal"), g.plain(),
+                                    "equal") + fit_details(eq)
+
+
+def model_section(g, meta):
+    plain, m = g.plain(), g.model
+    check = next((r for r in g.rows if r["kind"] == "check"), None)
+    if g.section == "issue":
+        title = "## At the issue's size: %s, %s" % (TITLES.get(m, m), meta["describe_issue"][m])
+    else:
+        title = "## %s: %s" % (TITLES.get(m, m), meta["describe"][m])
+    out = [title, ""]
     if check:
         out += ["The Sequential of %d pieces computes the model's output (checked with "
                 "torch.allclose before measuring)." % check["pieces"], ""]
     if plain is None:
-        return out + ["The plain step was not measured: %s" % rows[-1].get("error", "?"), ""]
-    out += model_table([r for r in rows if r["kind"] in ("plain", "memplan", "segments")], plain)
-    out += fit_details([r for r in rows if r["kind"] == "memplan"])
-    out += ["- %s skipped: %s" % (r["variant"], r["why"]) for r in rows if r["kind"] == "skipped"]
-    crashed = [r for r in rows if r.get("crashed")]
-    out += ["- %s crashed: `%s`" % (r["variant"], r["error"]) for r in crashed]
-    return out + [""]
+        return out + ["The plain step was not measured: %s" % g.rows[-1].get("error", "?"), ""]
+    out += model_table(g, with_again(g, [r for r in g.rows if r["kind"] in TIMED[:3]]), plain)
+    timing_text = threads_lines(g) + rounds_lines(g)
+    out += timing_text + ([""] if timing_text else [])
+    out += fit_details(g.of("memplan"))
+    tail = ["- %s skipped: %s" % (r["variant"], r["why"]) for r in g.of("skipped")]
+    tail += ["- %s crashed: `%s`" % (r["variant"], r["error"]) for r in g.rows if r.get("crashed")]
+    return out + tail + ([""] if tail else []) + equal_table(g)
 
 
 def plan_only_section(records):
@@ -261,13 +546,10 @@ def plan_only_section(records):
 def render(records):
     meta = next(r for r in records if r.get("kind") == "meta")
     end = next((r for r in records if r.get("kind") == "end"), None)
-    by_model = {}
-    for r in records:
-        if "model" in r and r.get("kind") != "plan-only":
-            by_model.setdefault(r["model"], []).append(r)
-    out = header(meta, end) + sizes_table(meta) + targets(by_model, records)
-    for m, rows in by_model.items():
-        out += model_section(m, rows, meta)
+    gs = groups(records)
+    out = header(meta, end) + sizes_table(meta) + targets(gs, records)
+    for g in gs.values():
+        out += model_section(g, meta)
     out += plan_only_section(records)
     notes = os.path.join(HERE, "notes.md")
     if os.path.exists(notes) and not meta["quick"]:
