@@ -12,8 +12,8 @@ and at the default count in a few interleaved rounds, the faster kept for
 everything else; --threads N forces one); the plain step's peak
 (memplan.torch.measure_peak); fit() at budgets of 1/3 and 1/2 of the plain
 peak (BudgetError is a result; the peak is fit's own measured step);
-checkpoint_sequential at k = 2, 4, 8 and at memplan's numbers of runs
-(measure_peak).  Then every variant built is timed in the same R rounds
+checkpoint_sequential at k = 2, 4, 8 and at k = runs + 1 for each fit's
+plan (as many checkpointed segments as the plan has runs; measure_peak).  Then every variant built is timed in the same R rounds
 (timing.py; R = --repeat), the plain step twice per round ("plain" and
 "plain again": the run's noise floor).  --equal-memory: fit again at the
 measured peak of each checkpoint_sequential row on the Pareto front above
@@ -136,13 +136,14 @@ def fit_row(model, x, budget, args, keep):
 
 
 def segment_counts(pieces, fit_rows):
-    """(k to run, {k: why not}) for k in SEGMENTS and memplan's run counts."""
-    wanted = list(SEGMENTS) + [r["runs"] for r in fit_rows if r.get("runs")]
+    """(k to run, {k: why not}) for k in SEGMENTS and, per fit's plan,
+    k = runs + 1: checkpoint_sequential checkpoints all but its last
+    segment, so that k has as many checkpointed segments as the plan has
+    runs (the k whose shape fit's "sequential" plans take)."""
+    wanted = list(SEGMENTS) + [r["runs"] + 1 for r in fit_rows if r.get("runs")]
     run, skipped = [], {}
     for k in dict.fromkeys(wanted):
-        if k < 2:
-            skipped[k] = "k=1 checkpoints nothing (the last segment runs plainly)"
-        elif k > pieces:
+        if k > pieces:
             skipped[k] = "more segments than the Sequential's %d pieces" % pieces
         else:
             run.append(k)
