@@ -231,7 +231,8 @@ def summary(row):
 
 def with_plain_again(entries, model):
     """entries with "plain again" (the model once more) half-way down the
-    list: the rotation then never times it right after "plain"."""
+    list: the rotation keeps the cyclic order, so with four entries or more
+    the two are never timed one right after the other."""
     mid = max(1, (len(entries) + 1) // 2)
     return entries[:mid] + [("plain again", model, None)] + entries[mid:]
 
