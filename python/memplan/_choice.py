@@ -7,8 +7,15 @@ the others', so a change in the machine's load between them moves the
 comparison as much as the plans do (ResNet-50 at batch 16, 2 cores: the
 same plan timed 3.41 s and 3.71 s in two runs of one benchmark).  The
 measured fits whose first timings are close are therefore timed again
-side by side (_retime: A B, B A, A B ...), and compared by the median of
-the per-round ratios, in which a load that lasts a round cancels.
+side by side (retime: A B, B A, A B ...), each step paired with the
+other's in the same round.  One is faster only where it is faster in every
+round (and by more than TIE in the median round); otherwise the steps are
+indistinguishable on this machine, and the least memory decides.  Measured
+(ResNet-50 at batch 16 under a load of 5 on 2 cores; docs/python.md, "fit's
+choice"): one module timed
+against itself in 6 interleaved rounds gave per-round ratios 0.54-1.21,
+median 0.88, so a median rule with any threshold under 12% would have
+called a plan faster than itself; the sign rule called it a tie.
 """
 
 import time
@@ -19,7 +26,7 @@ from ._measure import _step, _zero_grads, default_loss
 NEAR = 0.15      # first timings within 15% of the fastest: timed again side by side
 FINALISTS = 3    # at most this many of them
 ROUNDS = 3       # rounds of one step each, the order reversed every other round
-TIE = 0.03       # a median paired ratio within 3%: indistinguishable here
+TIE = 0.01       # faster in every round by less than 1% in the median: a tie anyway
 
 
 def next_trial(order, fits, ok):
@@ -87,16 +94,21 @@ def _median(xs):
 
 def choose(fits, times=None):
     """Of fits (seconds, rank, peak, candidate, module) and their interleaved
-    times (retime; None: the first timings alone): the one with the least
-    median step, unless another's step is within TIE of it by the median of
-    the per-round ratios -- indistinguishable -- in which case the least
-    measured peak among those, the better ranked on equal peaks."""
+    times (retime; None: the first timings alone, within TIE a tie): W, the
+    one with the least median step, unless others are indistinguishable
+    from it -- not slower in every round, or slower by at most TIE in the
+    median round -- in which case the least measured peak among W and
+    those, the better ranked on equal peaks."""
     if times is None:
         fastest = min(f[0] for f in fits)
         tied = [f for f in fits if f[0] <= fastest * (1 + TIE)]
         return min(tied, key=lambda f: (f[2], f[1]))
     meds = [_median(t) for t in times]
     w = min(range(len(fits)), key=lambda i: (meds[i], fits[i][1]))
-    tied = [i for i in range(len(fits))
-            if _median([a / b for a, b in zip(times[i], times[w])]) <= 1 + TIE]
+
+    def slower(i):
+        ratios = [a / b for a, b in zip(times[i], times[w])]
+        return all(r > 1 for r in ratios) and _median(ratios) > 1 + TIE
+
+    tied = [i for i in range(len(fits)) if not slower(i)]
     return fits[min(tied, key=lambda i: (fits[i][2], fits[i][1]))]
