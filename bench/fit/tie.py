@@ -9,7 +9,7 @@ B: batch; PLAIN: the plain step's measured peak in MiB at that batch
 import sys, time, os, torch, torchvision
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 torch.set_num_threads(2)
-from memplan import _choice, _fit
+from memplan import _choice
 import memplan.torch as mpt
 MiB = 2**20
 batch = int(os.environ.get("B", 16))

@@ -6,16 +6,8 @@ could do and torch's checkpoint runs cannot (mlp_3 saves GELU's output,
 so a run that drops it must rerun mlp_3).  The least forward seconds
 recomputed within the budget, with and without.  Usage:
   MEMPLAN_LIB=build/libmemplan.so /usr/bin/python3 bench/fit/vit_hooks.py"""
-import sys, os, torch, torchvision
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-torch.set_num_threads(2)
-from memplan import _fit
-MiB = 2**20
-torch.manual_seed(0)
-m = torchvision.models.vit_b_16()
-x = torch.randn(4, 3, 224, 224)
-p, cands, fwd = _fit._variant(m, (x,), "vit", {}, 0)
-none = next(c for c in cands if not c.runs)
+from vit import MiB, setup
+m, x, p, cands, fwd, none = setup()
 plain = 549.2 * MiB
 limit = plain / 3 - (plain - none.peak)
 CHEAP = [("ln_2", "mlp_0", "mlp_1"), ("ln_2", "mlp_0", "mlp_1", "ln_1"), ("mlp_1",), ("mlp_0", "mlp_1")]

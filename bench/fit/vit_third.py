@@ -6,18 +6,12 @@ first 3 fitting candidates in fit's ranking, built and their peaks
 measured; (3) the plain model, the first two that fit and
 checkpoint_sequential k=4's shape timed side by side (4 rounds).  Usage:
   MEMPLAN_LIB=build/libmemplan.so /usr/bin/python3 bench/fit/vit_third.py"""
-import sys, time, os, torch, torchvision
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-torch.set_num_threads(2)
+import os
+from vit import MiB, setup
 from memplan import _choice, _fit
 from memplan._timeline import Timeline
 from memplan._measure import measure_peak
-MiB = 2**20
-torch.manual_seed(0)
-m = torchvision.models.vit_b_16()
-x = torch.randn(4, 3, 224, 224)
-p, cands, fwd = _fit._variant(m, (x,), "vit", {}, 0)
-none = next(c for c in cands if not c.runs)
+m, x, p, cands, fwd, none = setup()
 plain = measure_peak(m, x)
 excess = plain - none.peak
 budget = plain // 3
