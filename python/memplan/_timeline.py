@@ -6,12 +6,18 @@ saves inside opaque nodes (maxpool's indices, an attention's copies) as if
 all were held at the plan's peak; it does not see what a nested run's
 reentrant checkpoint holds through its backward pass; and it runs an op in
 place wherever that is safe, where torch writes in place only where the
-module says so.  timeline_peak transforms the plan once more and places
-all three where torch holds them; Timeline computes it only for the
-candidates whose fit it can decide.
+module says so.  Nor does it see what torch's checkpoints keep: a run's
+inputs and the generator state, to the run's backward pass.
+timeline_peak transforms the plan once more and places all of these where
+torch holds them; Timeline computes it only for the candidates whose fit
+it can decide.
 """
 
 import time
+
+import torch
+
+RNG_STATE = torch.get_rng_state().numel()     # bytes each checkpoint keeps
 
 
 def timeline_peak(planner, cand):
@@ -22,9 +28,10 @@ def timeline_peak(planner, cand):
     what the reentrant checkpoint keeps until its whole backward pass is
     done -- the rerun's outputs (its function's return value) and the
     gradients that came in for them (the backward's arguments), where
-    the plan frees each after its last reader; and a forward op's result
-    beside its inputs where torch does not run it in place
-    (_torch_inplace).  Costs one more transform of the plan (about 10 ms
+    the plan frees each after its last reader; what every checkpoint
+    keeps to its backward pass, the run's inputs and the generator state
+    (_checkpoint_holds); and a forward op's result beside its inputs where
+    torch does not run it in place (_torch_inplace).  Costs one more transform of the plan (about 10 ms
     on ResNet-50)."""
     g, names, steps = transformed(planner, cand)
     first, last = g.lifetimes()
@@ -42,11 +49,14 @@ def timeline_peak(planner, cand):
             ran = [i for i in steps.get("re:" + name, []) + steps.get(name, []) if i < end]
             extra.append((max(ran, default=end), end, nbytes))
     tensors = [(t.name, first[t.id], last[t.id], storage[t.id]) for t in g.tensors]
+    holds, held = _checkpoint_holds(planner, cand, g, steps, storage)
     for group in cand.inner:
         for r in group:
-            for st, end in _nested_holds(planner, r, steps, tensors):
-                span[st][1] = max(span[st][1], end)
-    load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra, len(names))
+            holds += _nested_holds(planner, r, steps, tensors)
+    for st, end in holds:
+        span[st][1] = max(span[st][1], end)
+    load = _curve([(a, b, sizes[st]) for st, (a, b) in span.items()] + extra + held,
+                  len(names))
     hidden = planner._hidden(cand.runs, cand.inner)
     return cand.peak - hidden - max(base, default=0) + max(load, default=0)
 
@@ -138,6 +148,76 @@ def _nested_holds(planner, run, steps, tensors):
         elif name.startswith("grad:") and name[5:].split("@")[0] in outs and a < start <= b:
             out.append((st, end))
     return out
+
+
+def _checkpoint_holds(planner, cand, g, steps, storage):
+    """([(storage, step)], [(first step, last step, bytes)]): what torch's
+    checkpoints hold beside the plan.  A run's inputs, which the plan frees
+    after their last reader (a run's first add: its rerun, the add's
+    gradient reads nothing), are held until the run's backward pass is
+    done: the non-reentrant checkpoint keeps them in the closure that reruns
+    the run until the last gradient that reads a value the run saved; the
+    reentrant one (a nested run) among its saved tensors until its whole
+    backward pass is done.  And each checkpoint keeps the CPU generator's
+    state (torch.get_rng_state(), 5056 bytes), from its forward step to
+    the same end."""
+    holds, spans = [], []
+    for k, run in enumerate(cand.runs):
+        inner = cand.inner[k] if cand.inner else ()
+        nested = {v for r in inner for v in r}
+        ran = [steps[planner.nodes[v].name][0] for v in run]
+        end = _last(steps, planner, [v for v in run if v in nested or _saves(g, planner, steps, v)])
+        holds += _read_from_outside(g, ran, storage, end)
+        spans += _rng_state(min(ran), end)
+        for r in inner:
+            end = _last(steps, planner, r)
+            if end is None:
+                continue
+            first_bwd = min(i for i in (_last_step(steps, planner.nodes[v].name) for v in r)
+                            if i is not None)
+            again = [max((i for i in steps.get("re:" + planner.nodes[v].name, ())
+                          if i < first_bwd), default=None) for v in r]
+            holds += _read_from_outside(g, [i for i in again if i is not None], storage, end)
+            spans += _rng_state(steps[planner.nodes[r[0]].name][0], end)
+    return holds, spans
+
+
+def _rng_state(start, end):
+    return [(start, end, RNG_STATE)] if end is not None else []
+
+
+def _last(steps, planner, nodes):
+    """The step of the last gradient of forward nodes `nodes`, None if
+    none has one."""
+    ends = [_last_step(steps, planner.nodes[v].name) for v in nodes]
+    return max((i for i in ends if i is not None), default=None)
+
+
+def _last_step(steps, name):
+    """The step of node `name`'s gradient, None if it has none."""
+    return steps.get("bwd:" + name, [None])[-1]
+
+
+def _saves(g, planner, steps, v):
+    """Whether forward node v's gradient reads a value (or v hides bytes):
+    autograd saved it through the run's checkpoint."""
+    i = _last_step(steps, planner.nodes[v].name)
+    if i is None:
+        return False
+    if planner.hidden.get(v):
+        return True
+    node = g.nodes[g.order[i]]
+    return any(not g.tensors[t].name.startswith("grad:") for t in node.inputs)
+
+
+def _read_from_outside(g, ran, storage, end):
+    """(storage, end) for each value the nodes at steps `ran` read that none
+    of them made (parameters have no storage)."""
+    if end is None:
+        return []
+    made = {t for i in ran for t in g.nodes[g.order[i]].outputs}
+    read = {t for i in ran for t in g.nodes[g.order[i]].inputs if t not in made}
+    return [(storage[t], end) for t in read if storage[t] is not None]
 
 
 def _tensor_readers(planner, t):

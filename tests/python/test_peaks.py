@@ -151,5 +151,63 @@ class AttentionPeaks(unittest.TestCase):
                              f"planned {cand.peak}, measured {measured}")
 
 
+class Res(nn.Module):
+    """Two projections added, then a body of linear layers and tanh: a run
+    that opens with the add reads two values only the add reads (its
+    gradient reads nothing)."""
+
+    def __init__(self, d=1024, depth=3):
+        super().__init__()
+        self.a, self.b = nn.Linear(256, d), nn.Linear(256, d)
+        self.body = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(d, d), nn.Tanh())])
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        return self.head(self.body(self.a(x) + self.b(x)))
+
+
+def timeline_and_measured(model, x, runs_of):
+    """(timeline peak, measured peak) of the plan checkpointing
+    runs_of(planner, {fx name: node id})."""
+    planner, _, _ = _variant(model, x, "m", {}, 0)
+    ids = {planner.nodes[v].name: v for v in planner.forward}
+    cand = planner.evaluate(runs_of(planner, ids))
+    return planner.timeline_peak(cand), mpt.measure_peak(_build(model, planner, cand), x)
+
+
+class CheckpointHolds(unittest.TestCase):
+    """What torch's checkpoint keeps beside the plan's own values, on the
+    plan's timeline (memplan._timeline._checkpoint_holds): within 1% of the
+    measured peak (both are exact to a few bytes here)."""
+
+    def test_run_inputs_held_to_its_backward(self):
+        """The run [add, body]: torch keeps the add's two inputs (the run's
+        inputs) until the run's backward pass is done, where the plan freed
+        them after the add's rerun -- 2 MiB at the rerun's peak (18% under
+        the measured peak before)."""
+        torch.manual_seed(0)
+        model, x = Res(), torch.randn(256, 256)
+        planned, measured = timeline_and_measured(
+            model, x, lambda p, ids: [[v for n, v in ids.items()
+                                       if n == "add" or n.startswith("body")]])
+        self.assertLessEqual(abs(planned - measured), 0.01 * measured,
+                             f"planned {planned}, measured {measured}")
+
+    def test_each_checkpoint_keeps_the_rng_state(self):
+        """23 runs over a chain of small layers: each checkpoint keeps the
+        CPU generator's state (5056 bytes) to its backward pass, half the
+        measured peak here (49% under before)."""
+        torch.manual_seed(0)
+        model = nn.Sequential(*[m for _ in range(24) for m in (nn.Linear(64, 64), nn.Tanh())],
+                              nn.Linear(64, 10))
+
+        def pairs(p, ids):
+            calls = p._leaf_calls()
+            return [calls[i] + calls[i + 1] for i in range(0, 46, 2)]
+        planned, measured = timeline_and_measured(model, torch.randn(16, 64), pairs)
+        self.assertLessEqual(abs(planned - measured), 0.01 * measured,
+                             f"planned {planned}, measured {measured}")
+
+
 if __name__ == "__main__":
     unittest.main()
