@@ -181,9 +181,9 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_i
     values -- the insides of leaf modules the graph cannot see (an LSTM's
     gates, an attention's scores), which checkpointing the node frees too --
     less, for a node the library knows nothing of (its gradient reads every
-    input and output, generic_backward), the graph values that gradient
-    alone keeps and autograd does not save (an nn.MultiheadAttention's
-    query and output: it saves its own copies).  graph: the captured dict
+    input and output, generic_backward), the graph values only such
+    gradients keep and autograd does not save (an nn.MultiheadAttention's
+    query and output: it saves its own copies; _kept_unsaved).  graph: the captured dict
     (default: the one capture left on gm).  saved_in_graph: the bytes of
     such opaque nodes go INTO graph (_saved_output), not into the dict
     returned, so the planner counts them at the steps where they exist (but
@@ -254,12 +254,15 @@ def _saved_output(graph, name, nbytes):
 
 
 def _kept_unsaved(graph, gm, env, saved):
-    """({fx node name: bytes}, [fx node name]): for each node whose gradient
-    the library does not know (generic_backward: it reads all of the node's
-    inputs and outputs), the activations that gradient alone keeps (no
-    other gradient reads them or a view of them) whose storage autograd
-    saved for no node (saved: storage addresses); and those nodes' names.
-    env: a finished Interpreter's values."""
+    """({fx node name: bytes}, [fx node name]): for the nodes whose
+    gradient the library does not know (generic_backward: it reads all of
+    the node's inputs and outputs), the activations only such gradients
+    keep (every gradient that reads them or a view of them is one) whose
+    storage autograd saved for no node (saved: storage addresses) --
+    each credited once, to the node whose gradient runs last, to which the
+    plan holds it (a layer's input that an nn.LSTM's time chunks read
+    through views: each chunk saves its own contiguous copy) -- and those
+    nodes' names.  env: a finished Interpreter's values."""
     import json
     from . import lib
     tensors = graph["tensors"]
@@ -279,17 +282,17 @@ def _kept_unsaved(graph, gm, env, saved):
     producer = {t: (nd["name"], i) for nd in graph["nodes"] for i, t in enumerate(nd["outputs"])}
     fx = {n.name: n for n in gm.graph.nodes}
     names = [nd.name[len("bwd:"):] for nd in opaque]
+    ids = {nd.id for nd in opaque}
+    step = {v: i for i, v in enumerate(train.order)}
     out = {}
-    for nd in opaque:
-        name = nd.name[len("bwd:"):]
-        for r in {root(t) for t in nd.inputs if t < len(tensors)}:
-            if tensors[r]["kind"] != "activation" or readers.get(r) != {nd.id} \
-                    or r not in producer:
-                continue
-            src, i = producer[r]
-            values = _flat_tensors(env.get(fx.get(src))) if src in fx else []
-            if i < len(values) and _storage(values[i])[0] not in saved:
-                out[name] = out.get(name, 0) + tensors[r]["bytes"]
+    for r in sorted({root(t) for nd in opaque for t in nd.inputs if t < len(tensors)}):
+        if tensors[r]["kind"] != "activation" or not readers[r] <= ids or r not in producer:
+            continue
+        src, i = producer[r]
+        values = _flat_tensors(env.get(fx.get(src))) if src in fx else []
+        if i < len(values) and _storage(values[i])[0] not in saved:
+            name = train.nodes[max(readers[r], key=step.get)].name[len("bwd:"):]
+            out[name] = out.get(name, 0) + tensors[r]["bytes"]
     return out, [n for n in names if n in fx]
 
 
@@ -305,19 +308,23 @@ def _transient(fn):
     return max(0, peak - max(0, end))
 
 
-def _transients(module, args, kwargs=None):
+def _transients(module, args, kwargs=None, shared=False):
     """(forward, backward) transient bytes of one call of module on args
     and kwargs: what torch's CPU kernels allocate and free again within the
     call (a oneDNN convolution's copies of its input and of its output's
     gradient, batch norm's backward buffer, a linear layer's weight
     gradient before it is accumulated), each pass measured alone by
     _transient.  Parameters' .grad exist beforehand (as in a training
-    step), so accumulating into them counts as the transient it is."""
+    step), so accumulating into them counts as the transient it is --
+    unless `shared` (the module is called more than once): the training
+    graph then gives each call's parameter gradients a tensor of their own,
+    so they are measured as results (.grad None beforehand), not again as
+    transients."""
     memo = {}
     args, kwargs = _detached(args, memo), _detached(kwargs or {}, memo)
     for p in module.parameters():
-        if p.requires_grad and p.grad is None:
-            p.grad = torch.zeros_like(p)
+        if p.requires_grad and (shared or p.grad is None):
+            p.grad = None if shared else torch.zeros_like(p)
     box = []
     fwd = _transient(lambda: box.append(module(*args, **kwargs)))
     outs = [t for t in _flat_tensors(box[0]) if t.requires_grad]
@@ -355,6 +362,10 @@ def node_workspaces(gm, env, kinds=WORKSPACE_KINDS):
     read (env: a finished Interpreter's values) and measured by _transients;
     calls of equal modules on equal arguments are measured once."""
     out, seen = {}, {}
+    calls = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_module":
+            calls[n.target] = calls.get(n.target, 0) + 1
     for n in gm.graph.nodes:
         if n.op != "call_module":
             continue
@@ -363,11 +374,12 @@ def node_workspaces(gm, env, kinds=WORKSPACE_KINDS):
             continue
         args = torch.fx.node.map_arg(n.args, lambda a: env[a])
         kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: env[a])
-        key = (repr(m), tuple(tuple(t.shape) for t in _flat_tensors((args, kwargs))),
+        shared = calls[n.target] > 1
+        key = (repr(m), shared, tuple(tuple(t.shape) for t in _flat_tensors((args, kwargs))),
                repr(torch.fx.node.map_aggregate((args, kwargs), lambda a: None if isinstance(
                    a, torch.Tensor) else a)))
         if key not in seen:
-            seen[key] = _transients(m, args, kwargs)
+            seen[key] = _transients(m, args, kwargs, shared)
         if any(seen[key]):
             out[n.name] = seen[key]
     return out
