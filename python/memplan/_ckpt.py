@@ -107,13 +107,17 @@ def rebuild(model, gm, segment_of, nested=None):
     nested: {segment number: {fx node name: inner segment number}}: runs
     inside a segment, checkpointed again inside it (Checkpointed, nested).
     Parameters and buffers are model's own (shared, not copied)."""
+    # split_module names a part's nodes afresh (add_1 becomes add where the
+    # part has no add): a node's own name goes with it in its meta
+    for n in gm.graph.nodes:
+        n.meta.setdefault("mp_name", n.name)
     split, parts = _split(model, gm, segment_of)
     for k, part in parts.items():
         inner = (nested or {}).get(k)
         if inner:
             sub = getattr(split, part).inner
-            names = {n.name for n in sub.graph.nodes}
-            inner = {n: j for n, j in inner.items() if n in names}
+            names = {n.meta.get("mp_name", n.name): n.name for n in sub.graph.nodes}
+            inner = {names[n]: j for n, j in inner.items() if n in names}
             if inner:
                 getattr(split, part).inner = _split(sub, sub, inner, nested=True)[0]
     split.memplan_checkpointed = len(parts)
@@ -135,7 +139,10 @@ def _split(root, gm, segment_of, nested=False):
         if key[0] == "ckpt":
             ckpt[parts] = key[1]
     _merge_silent_parts(gm, part, ckpt)
-    split = split_module(gm, root, lambda n: part[n.name])
+    # in the graph's own order, which the plan follows: split_module's
+    # default order runs a part that reads only earlier parts' values (a
+    # ResNet block's downsample) before the parts in between
+    split = split_module(gm, root, lambda n: part[n.name], keep_original_order=True)
     out = {}
     for k in sorted(ckpt):
         name = f"submod_{k}"

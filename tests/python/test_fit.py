@@ -18,6 +18,7 @@ import unittest
 
 import torch
 import torch.nn as nn
+import torchvision
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -26,7 +27,7 @@ import memplan.torch as mpt                     # noqa: E402
 from memplan._fit import Candidate, Planner, _build, _variant, add_workspaces  # noqa: E402
 from memplan import _choice                      # noqa: E402
 from memplan._choice import next_trial as _next_trial   # noqa: E402
-from memplan._ckpt import rebuild   # noqa: E402
+from memplan._ckpt import Checkpointed, rebuild   # noqa: E402
 from memplan._fx import capture, profile_nodes, rnn_chunks   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
@@ -389,6 +390,51 @@ class Workspace(unittest.TestCase):
         counted = Planner(graph, "m").evaluate([]).peak
         self.assertGreater(counted, bare)
         self.assertLess(abs(plain - counted), abs(plain - bare))
+
+
+class RebuildKeepsThePlan(unittest.TestCase):
+    """_ckpt.rebuild wraps exactly the plan's nodes, in the graph's order."""
+
+    def test_nested_runs_wrap_the_planned_nodes(self):
+        """split_module names a part's nodes afresh (add_2 becomes add in a
+        part without an add): the nested runs must still be the plan's."""
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18()
+        x = torch.randn(2, 3, 32, 32)
+        planner, _, _ = _variant(model, x, "r18", {}, 0)
+        ids = {planner.nodes[v].name: v for v in planner.forward}
+        run = [ids[n] for n in ("add_2", "layer2_0_relu_1", "layer2_1_conv1", "layer2_1_bn1",
+                                "layer2_1_relu", "layer2_1_conv2", "layer2_1_bn2", "add_3")]
+        cand = planner.evaluate([run], [[[ids["add_2"]], run[2:5]]])
+        module = _build(model, planner, cand)
+        wrapped = []
+        for m in module.modules():
+            if isinstance(m, Checkpointed) and m.nested:
+                wrapped.append([n.meta.get("mp_name", n.name) for n in m.inner.graph.nodes
+                                if n.op not in ("placeholder", "output")])
+        self.assertEqual(wrapped, [["add_2"], ["layer2_1_conv1", "layer2_1_bn1",
+                                               "layer2_1_relu"]])
+
+    def test_parts_run_in_the_graph_order(self):
+        """A part that reads only earlier parts' values (a block's
+        downsample) runs where the graph has it, as the plan does."""
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18()
+        x = torch.randn(2, 3, 32, 32)
+        planner, _, _ = _variant(model, x, "r18", {}, 0)
+        ids = {planner.nodes[v].name: v for v in planner.forward}
+        run = [ids[n] for n in ("layer2_0_conv1", "layer2_0_bn1", "layer2_0_relu",
+                                "layer2_0_conv2", "layer2_0_bn2")]
+        module = _build(model, planner, planner.evaluate([run]))
+        order = [n.name for n in planner.gm.graph.nodes]
+        ran = []
+        for n in module.graph.nodes:
+            if n.op == "call_module":
+                sub = module.get_submodule(n.target)
+                sub = sub.inner if isinstance(sub, Checkpointed) else sub
+                ran += [m.meta.get("mp_name", m.name) for m in sub.graph.nodes
+                        if m.op not in ("placeholder", "output")]
+        self.assertEqual(ran, [n for n in order if n in set(ran)])
 
 
 if __name__ == "__main__":
