@@ -3,8 +3,8 @@
 
 Nested checkpointing (a checkpointed run whose insides are checkpointed
 again) must train bit-identically to the unmodified model, like a flat
-plan; time-chunked LSTMs (exact=False) compute the same forward values and
-gradients equal up to float rounding.  fit measures a bounded number of
+plan; time-chunked LSTMs (exact=False) compute forward values, losses and
+parameters equal up to float rounding.  fit measures a bounded number of
 real steps and returns the fastest fitting module, and its candidates
 include every segmentation checkpoint_sequential would make.  Small
 models: the module runs in well under a minute on 2 cores.
@@ -35,12 +35,17 @@ torch.set_num_threads(2)
 
 
 def same_to_rounding(test, model, fitted, x):
-    """Time-chunked: the same forward values; 3 SGD steps of fitted
-    (sharing model's parameters) and of a copy of model taken now give
-    losses and parameters equal to a stated tolerance (the input weights'
-    gradients are sums over chunks)."""
+    """Time-chunked: forward values, and after 3 SGD steps of fitted
+    (sharing model's parameters) and of a copy of model taken now, losses
+    and parameters, equal to a stated tolerance: a chunk's input
+    projection is a matrix product of fewer rows, which a BLAS may block
+    and so round differently (bit-equal on one 2-core VM, 1.5e-8 apart
+    on an AVX2 one), and the input weights' gradients are sums over
+    chunks."""
     with torch.no_grad():
-        test.assertTrue(torch.equal(fitted(x), model(x)))
+        a, b = fitted(x), model(x)
+        test.assertTrue(torch.allclose(a, b, rtol=1e-5, atol=1e-7),
+                        float((a - b).abs().max()))
     ref = copy.deepcopy(model)
     a, b = train(ref, (x,)), train(fitted, (x,))
     for la, lb in zip(a, b):
@@ -282,8 +287,8 @@ class TimeChunks(unittest.TestCase):
     def test_chunked_lstm_fits_where_whole_layers_cannot(self):
         """Three LSTM layers at 0.45 of the plain peak: whole layers do not
         fit (each is recomputed with all its gates live); time chunks do.
-        The forward values are equal; the input weights' gradients are
-        sums over chunks, equal to a stated tolerance."""
+        Forward values, losses and parameters are equal to a stated
+        tolerance (same_to_rounding)."""
         torch.manual_seed(0)
         model, x = LSTMNet(layers=3, f=16, h=64), torch.randn(8, 64, 16)
         budget = int(mpt.measure_peak(model, x) * 0.45)
@@ -437,9 +442,6 @@ class RebuildKeepsThePlan(unittest.TestCase):
         self.assertEqual(ran, [n for n in order if n in set(ran)])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class Timeline(unittest.TestCase):
     def test_timeline_peak_tracks_nested_plans(self):
@@ -447,17 +449,19 @@ class Timeline(unittest.TestCase):
         every block a residual add): for fit's nested candidates,
         Planner.timeline_peak -- hidden bytes held from the node's last
         run to its gradient, a nested run's rerun outputs and incoming
-        gradients held through its backward pass -- is within 0.75% of
-        the measured peak (when written: -0.07 to -0.56%), where the
-        candidate's own peak, which adds the hidden bytes at its peak, is
-        more than 1% above on some (+1.4%).  The plain excess is taken off
-        both, as fit does."""
+        gradients held through its backward pass -- is within 0.25% of
+        the measured peak (when written: -0.07 to -0.56%; -0.02% on
+        every one since _ckpt.rebuild wraps the plan's own nodes), and
+        closer than the candidate's own peak, which adds the hidden bytes
+        at its peak (up to +1.4% then, +0.42% now: the family varies with
+        the node seconds measured at capture).  The plain excess is taken
+        off both, as fit does."""
         import torchvision
         torch.manual_seed(0)
         model, x = torchvision.models.resnet50(), torch.randn(4, 3, 64, 64)
         p, cands, _ = _variant(model, (x,), "r50", {}, 0)
         excess = mpt.measure_peak(model, x) - next(c for c in cands if not c.runs).peak
-        worst_old = 0.0
+        worst_old = worst_tl = 0.0
         built = 0
         for c in [c for c in cands if c.kind == "nested"]:
             try:
@@ -466,10 +470,11 @@ class Timeline(unittest.TestCase):
                 continue
             built += 1
             tl = (p.timeline_peak(c) + excess - measured) / measured
-            self.assertLess(abs(tl), 0.0075, (c.runs, tl))
-            worst_old = max(worst_old, (c.peak + excess - measured) / measured)
+            self.assertLess(abs(tl), 0.0025, (c.runs, tl))
+            worst_tl = max(worst_tl, abs(tl))
+            worst_old = max(worst_old, abs(c.peak + excess - measured) / measured)
         self.assertGreaterEqual(built, 6)
-        self.assertGreater(worst_old, 0.01)
+        self.assertGreater(worst_old, worst_tl)
 
 
 class TorchInPlace(unittest.TestCase):
@@ -525,3 +530,7 @@ class NestedHolds(unittest.TestCase):
             for t in ws:
                 self.assertNotIn(st[t.id], held, t.name)
         self.assertGreater(pairs, 0)    # a held output beside a workspace made with it
+
+
+if __name__ == "__main__":
+    unittest.main()
