@@ -9,7 +9,11 @@
  * tensor owning memory, bytes = elements x dtype size, every tensor
  * produced by at most one node, an acyclic graph, and an order that is a
  * permutation of the nodes running every producer before its readers.
- * Every error names the file and the JSON path of the offending value.
+ * Every error names the file and the JSON path of the offending value,
+ * written out only when there is an error (jpath): the recompute transform
+ * reads a whole graph back through these checks for every plan it
+ * evaluates, and formatting each field's path beforehand took a third of
+ * that time.
  * Each node's attrs object and the model object are kept by reference.
  * The builder (builder.c) goes through the same checks, via
  * mp__graph_from_json.  Time and memory O(size of the file). */
@@ -79,80 +83,119 @@ static const char *type_name(const json_t *v) {
     return "something else";
 }
 
-/* ---- typed fields ------------------------------------------------------
- * v is the value (NULL when the key is absent); where its JSON path. */
+/* ---- JSON paths ----------------------------------------------------------
+ * arr[i].key[k], each part optional from the right ("format", "order[3]",
+ * "tensors[2].name", "nodes[5].inputs[1]"); a key may hold a dot
+ * ("attrs.flops").  Formatted by path_str when an error names it. */
 
-static mp_status get_u64(const char *file, const json_t *v, const char *where, uint64_t *out) {
-    if (!v) return bad(file, "%s: missing", where);
+#define NO_INDEX ((size_t)-1)
+
+typedef struct jpath {
+    const char *arr;
+    size_t i;
+    const char *key;
+    size_t k;
+} jpath;
+
+#define AT(a) (&(jpath){(a), NO_INDEX, NULL, NO_INDEX})
+#define AT_I(a, i) (&(jpath){(a), (i), NULL, NO_INDEX})
+#define AT_F(a, i, key) (&(jpath){(a), (i), (key), NO_INDEX})
+#define AT_FK(a, i, key, k) (&(jpath){(a), (i), (key), (k)})
+
+typedef struct { char s[160]; } path_buf;
+
+static const char *path_str(const jpath *p, path_buf *b) {
+    char idx[24] = "", sub[24] = "";
+    if (p->i != NO_INDEX) snprintf(idx, sizeof idx, "[%zu]", p->i);
+    if (p->k != NO_INDEX) snprintf(sub, sizeof sub, "[%zu]", p->k);
+    snprintf(b->s, sizeof b->s, "%s%s%s%s%s", p->arr, idx, p->key ? "." : "", p->key ? p->key : "",
+             sub);
+    return b->s;
+}
+
+/* ---- typed fields ------------------------------------------------------
+ * v is the value (NULL when the key is absent); at its JSON path. */
+
+static mp_status get_u64(const char *file, const json_t *v, const jpath *at, uint64_t *out) {
+    path_buf w;
+    if (!v) return bad(file, "%s: missing", path_str(at, &w));
     if (!json_is_integer(v))
-        return bad(file, "%s: expected an integer, got %s", where, type_name(v));
+        return bad(file, "%s: expected an integer, got %s", path_str(at, &w), type_name(v));
     json_int_t x = json_integer_value(v);
-    if (x < 0) return bad(file, "%s: expected a non-negative integer, got %lld", where, (long long)x);
+    if (x < 0)
+        return bad(file, "%s: expected a non-negative integer, got %lld", path_str(at, &w), (long long)x);
     *out = (uint64_t)x;
     return MP_OK;
 }
 
 /* An id below limit; what is "tensor" or "node". */
-static mp_status get_id(const char *file, const json_t *v, const char *where, size_t limit,
+static mp_status get_id(const char *file, const json_t *v, const jpath *at, size_t limit,
                         const char *what, size_t *out) {
     uint64_t x = 0;
-    mp_status s = get_u64(file, v, where, &x);
+    mp_status s = get_u64(file, v, at, &x);
     if (s) return s;
+    path_buf w;
     if (x >= limit)
-        return bad(file, "%s: %s %llu does not exist (the graph has %zu %ss)", where, what,
+        return bad(file, "%s: %s %llu does not exist (the graph has %zu %ss)", path_str(at, &w), what,
                    (unsigned long long)x, limit, what);
     *out = (size_t)x;
     return MP_OK;
 }
 
 /* An id or null; absent is null. */
-static mp_status get_opt_id(const char *file, const json_t *v, const char *where, size_t limit,
+static mp_status get_opt_id(const char *file, const json_t *v, const jpath *at, size_t limit,
                             const char *what, size_t *out) {
     *out = MP_GRAPH_NONE;
     if (!v || json_is_null(v)) return MP_OK;
+    path_buf w;
     if (!json_is_integer(v))
-        return bad(file, "%s: expected a %s id or null, got %s", where, what, type_name(v));
-    return get_id(file, v, where, limit, what, out);
+        return bad(file, "%s: expected a %s id or null, got %s", path_str(at, &w), what, type_name(v));
+    return get_id(file, v, at, limit, what, out);
 }
 
 /* what[i].id of an entry of the tensors or nodes array, which must equal
  * its index i (a smaller id is reported as a duplicate). */
 static mp_status get_index_id(const char *file, const json_t *v, const char *what,
                               const char *noun, size_t i) {
-    char w[96];
     uint64_t id = 0;
     mp_status s;
-    snprintf(w, sizeof w, "%s[%zu].id", what, i);
-    if ((s = get_u64(file, json_object_get(v, "id"), w, &id))) return s;
+    const jpath *at = AT_F(what, i, "id");
+    if ((s = get_u64(file, json_object_get(v, "id"), at, &id))) return s;
     if (id == i) return MP_OK;
+    path_buf w;
     if (id < i)
-        return bad(file, "%s: duplicate id %llu (%s[%llu] has it)", w, (unsigned long long)id,
-                   what, (unsigned long long)id);
-    return bad(file, "%s: expected %zu (a %s's id is its index), got %llu", w, i, noun,
+        return bad(file, "%s: duplicate id %llu (%s[%llu] has it)", path_str(at, &w),
+                   (unsigned long long)id, what, (unsigned long long)id);
+    return bad(file, "%s: expected %zu (a %s's id is its index), got %llu", path_str(at, &w), i, noun,
                (unsigned long long)id);
 }
 
-static mp_status get_bool(const char *file, const json_t *v, const char *where, int *out) {
+static mp_status get_bool(const char *file, const json_t *v, const jpath *at, int *out) {
     *out = 0;
     if (!v) return MP_OK;
-    if (!json_is_boolean(v)) return bad(file, "%s: expected true or false, got %s", where, type_name(v));
+    path_buf w;
+    if (!json_is_boolean(v))
+        return bad(file, "%s: expected true or false, got %s", path_str(at, &w), type_name(v));
     *out = json_is_true(v);
     return MP_OK;
 }
 
-static mp_status get_string(const char *file, const json_t *v, const char *where, bool required,
+static mp_status get_string(const char *file, const json_t *v, const jpath *at, bool required,
                             const char **out) {
     *out = "";
     if (!v && !required) return MP_OK;
-    if (!v) return bad(file, "%s: missing", where);
-    if (!json_is_string(v)) return bad(file, "%s: expected a string, got %s", where, type_name(v));
+    path_buf w;
+    if (!v) return bad(file, "%s: missing", path_str(at, &w));
+    if (!json_is_string(v))
+        return bad(file, "%s: expected a string, got %s", path_str(at, &w), type_name(v));
     *out = json_string_value(v);
     return MP_OK;
 }
 
-static mp_status get_array(const char *file, const json_t *v, const char *where, json_t **out) {
-    if (!v) return bad(file, "%s: missing", where);
-    if (!json_is_array(v)) return bad(file, "%s: expected an array, got %s", where, type_name(v));
+static mp_status get_array(const char *file, const json_t *v, const jpath *at, json_t **out) {
+    path_buf w;
+    if (!v) return bad(file, "%s: missing", path_str(at, &w));
+    if (!json_is_array(v)) return bad(file, "%s: expected an array, got %s", path_str(at, &w), type_name(v));
     *out = (json_t *)v;
     return MP_OK;
 }
@@ -202,72 +245,72 @@ static mp_status read_tensor(builder *b, size_t i, const json_t *v) {
     const char *file = b->file;
     mp_graph_t *g = b->g;
     mp_graph_tensor_t *t = &g->tensor[i];
-    char w[96];
+    path_buf w;
     mp_status s;
     if (!json_is_object(v))
         return bad(file, "tensors[%zu]: expected an object, got %s", i, type_name(v));
     if ((s = get_index_id(file, v, "tensors", "tensor", i))) return s;
     const char *str = "";
-    snprintf(w, sizeof w, "tensors[%zu].name", i);
-    if ((s = get_string(file, json_object_get(v, "name"), w, false, &str))) return s;
+    if ((s = get_string(file, json_object_get(v, "name"), AT_F("tensors", i, "name"), false, &str)))
+        return s;
     t->name = keep(b, str);
 
     json_t *shape = NULL;
-    snprintf(w, sizeof w, "tensors[%zu].shape", i);
-    if ((s = get_array(file, json_object_get(v, "shape"), w, &shape))) return s;
+    if ((s = get_array(file, json_object_get(v, "shape"), AT_F("tensors", i, "shape"), &shape))) return s;
     t->rank = json_array_size(shape);
     t->shape = t->rank ? g->dims + b->n_dims : NULL;
     t->numel = 1;
     bool overflow = false;
     for (size_t k = 0; k < t->rank; k++) {
         uint64_t d = 0;
-        snprintf(w, sizeof w, "tensors[%zu].shape[%zu]", i, k);
-        if ((s = get_u64(file, json_array_get(shape, k), w, &d))) return s;
+        if ((s = get_u64(file, json_array_get(shape, k), AT_FK("tensors", i, "shape", k), &d))) return s;
         g->dims[b->n_dims++] = d;
         if (d && t->numel > UINT64_MAX / d) overflow = true;
         else t->numel *= d;
     }
     if (overflow) return bad(file, "tensors[%zu].shape: the number of elements overflows 64 bits", i);
 
-    snprintf(w, sizeof w, "tensors[%zu].dtype", i);
-    if ((s = get_string(file, json_object_get(v, "dtype"), w, true, &str))) return s;
+    const jpath *at = AT_F("tensors", i, "dtype");
+    if ((s = get_string(file, json_object_get(v, "dtype"), at, true, &str))) return s;
     size_t k = 0;
     while (k < sizeof dtypes / sizeof dtypes[0] && strcmp(dtypes[k].name, str)) k++;
-    if (k == sizeof dtypes / sizeof dtypes[0]) return bad(file, "%s: unknown dtype \"%s\"", w, str);
+    if (k == sizeof dtypes / sizeof dtypes[0])
+        return bad(file, "%s: unknown dtype \"%s\"", path_str(at, &w), str);
     t->dtype = dtypes[k].name;
     t->dtype_size = dtypes[k].size;
 
-    snprintf(w, sizeof w, "tensors[%zu].kind", i);
-    if ((s = get_string(file, json_object_get(v, "kind"), w, true, &str))) return s;
+    at = AT_F("tensors", i, "kind");
+    if ((s = get_string(file, json_object_get(v, "kind"), at, true, &str))) return s;
     k = 0;
     while (k < sizeof kinds / sizeof kinds[0] && strcmp(kinds[k], str)) k++;
     if (k == sizeof kinds / sizeof kinds[0])
-        return bad(file, "%s: unknown kind \"%s\" (input, activation, parameter, gradient, output)", w,
-                   str);
+        return bad(file, "%s: unknown kind \"%s\" (input, activation, parameter, gradient, output)",
+                   path_str(at, &w), str);
     t->kind = (mp_tensor_kind)k;
 
-    snprintf(w, sizeof w, "tensors[%zu].alias_of", i);
-    if ((s = get_opt_id(file, json_object_get(v, "alias_of"), w, g->n_tensors, "tensor", &t->alias_of)))
+    if ((s = get_opt_id(file, json_object_get(v, "alias_of"), AT_F("tensors", i, "alias_of"),
+                        g->n_tensors, "tensor", &t->alias_of)))
         return s;
-    snprintf(w, sizeof w, "tensors[%zu].trainable", i);
-    if ((s = get_bool(file, json_object_get(v, "trainable"), w, &t->trainable))) return s;
-    snprintf(w, sizeof w, "tensors[%zu].grad_of", i);
-    if ((s = get_opt_id(file, json_object_get(v, "grad_of"), w, g->n_tensors, "tensor", &t->grad_of)))
+    if ((s = get_bool(file, json_object_get(v, "trainable"), AT_F("tensors", i, "trainable"),
+                      &t->trainable)))
+        return s;
+    if ((s = get_opt_id(file, json_object_get(v, "grad_of"), AT_F("tensors", i, "grad_of"),
+                        g->n_tensors, "tensor", &t->grad_of)))
         return s;
 
-    snprintf(w, sizeof w, "tensors[%zu].bytes", i);
-    if ((s = get_u64(file, json_object_get(v, "bytes"), w, &t->bytes))) return s;
+    at = AT_F("tensors", i, "bytes");
+    if ((s = get_u64(file, json_object_get(v, "bytes"), at, &t->bytes))) return s;
     if (t->alias_of != MP_GRAPH_NONE) {
         if (t->bytes)
-            return bad(file, "%s: an alias owns no memory, expected 0, got %llu", w,
+            return bad(file, "%s: an alias owns no memory, expected 0, got %llu", path_str(at, &w),
                        (unsigned long long)t->bytes);
     } else {
         if (t->numel > UINT64_MAX / t->dtype_size)
-            return bad(file, "%s: %llu elements of %s overflow 64 bits", w,
+            return bad(file, "%s: %llu elements of %s overflow 64 bits", path_str(at, &w),
                        (unsigned long long)t->numel, t->dtype);
         uint64_t want = t->numel * t->dtype_size;
         if (t->bytes != want)
-            return bad(file, "%s: %llu, but %llu elements of %s take %llu", w,
+            return bad(file, "%s: %llu, but %llu elements of %s take %llu", path_str(at, &w),
                        (unsigned long long)t->bytes, (unsigned long long)t->numel, t->dtype,
                        (unsigned long long)want);
     }
@@ -279,17 +322,16 @@ static mp_status read_tensor(builder *b, size_t i, const json_t *v) {
 /* Reads nodes[i]'s tensor list key ("inputs" or "outputs") into the pool. */
 static mp_status read_id_list(builder *b, size_t i, const json_t *v, const char *key,
                               const size_t **list, size_t *n) {
-    char w[96];
     json_t *arr = NULL;
     mp_status s;
-    snprintf(w, sizeof w, "nodes[%zu].%s", i, key);
-    if ((s = get_array(b->file, json_object_get(v, key), w, &arr))) return s;
+    if ((s = get_array(b->file, json_object_get(v, key), AT_F("nodes", i, key), &arr))) return s;
     *n = json_array_size(arr);
     size_t *d = b->g->ids + b->n_ids;
     *list = *n ? d : NULL;
     for (size_t k = 0; k < *n; k++) {
-        snprintf(w, sizeof w, "nodes[%zu].%s[%zu]", i, key, k);
-        if ((s = get_id(b->file, json_array_get(arr, k), w, b->g->n_tensors, "tensor", &d[k]))) return s;
+        if ((s = get_id(b->file, json_array_get(arr, k), AT_FK("nodes", i, key, k), b->g->n_tensors,
+                        "tensor", &d[k])))
+            return s;
     }
     b->n_ids += *n;
     return MP_OK;
@@ -301,18 +343,18 @@ static mp_status read_id_list(builder *b, size_t i, const json_t *v, const char 
  * order is known (check_scratch). */
 static mp_status read_scratch(builder *b, size_t i, const json_t *v) {
     mp_graph_t *g = b->g;
-    char w[64];
-    snprintf(w, sizeof w, "nodes[%zu].scratch", i);
-    mp_status s = get_opt_id(b->file, v, w, g->n_tensors, "tensor", &g->node[i].scratch);
+    const jpath *at = AT_F("nodes", i, "scratch");
+    path_buf w;
+    mp_status s = get_opt_id(b->file, v, at, g->n_tensors, "tensor", &g->node[i].scratch);
     size_t t = g->node[i].scratch;
     if (s || t == MP_GRAPH_NONE) return s;
     mp_graph_tensor_t *x = &g->tensor[t];
     if (x->alias_of != MP_GRAPH_NONE || x->kind != MP_TENSOR_ACTIVATION)
-        return bad(b->file, "%s: tensor %zu '%s' must be an activation that owns its memory", w, t,
-                   x->name);
+        return bad(b->file, "%s: tensor %zu '%s' must be an activation that owns its memory",
+                   path_str(at, &w), t, x->name);
     if (x->producer != MP_GRAPH_NONE)
-        return bad(b->file, "%s: tensor %zu is already produced by node %zu '%s'", w, t, x->producer,
-                   g->node[x->producer].name);
+        return bad(b->file, "%s: tensor %zu is already produced by node %zu '%s'", path_str(at, &w), t,
+                   x->producer, g->node[x->producer].name);
     x->producer = i;
     return MP_OK;
 }
@@ -344,16 +386,14 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
     const char *file = b->file;
     mp_graph_t *g = b->g;
     mp_graph_node_t *nd = &g->node[i];
-    char w[96];
     mp_status s;
     if (!json_is_object(v)) return bad(file, "nodes[%zu]: expected an object, got %s", i, type_name(v));
     if ((s = get_index_id(file, v, "nodes", "node", i))) return s;
     const char *str = "";
-    snprintf(w, sizeof w, "nodes[%zu].name", i);
-    if ((s = get_string(file, json_object_get(v, "name"), w, false, &str))) return s;
+    if ((s = get_string(file, json_object_get(v, "name"), AT_F("nodes", i, "name"), false, &str)))
+        return s;
     nd->name = keep(b, str);
-    snprintf(w, sizeof w, "nodes[%zu].op", i);
-    if ((s = get_string(file, json_object_get(v, "op"), w, true, &str))) return s;
+    if ((s = get_string(file, json_object_get(v, "op"), AT_F("nodes", i, "op"), true, &str))) return s;
     nd->op = keep(b, str);
     if ((s = read_id_list(b, i, v, "inputs", &nd->inputs, &nd->n_inputs))) return s;
     if ((s = read_id_list(b, i, v, "outputs", &nd->outputs, &nd->n_outputs))) return s;
@@ -373,19 +413,19 @@ static mp_status read_node(builder *b, size_t i, const json_t *v) {
     if (!json_is_object(attrs))
         return bad(file, "nodes[%zu].attrs: expected an object, got %s", i, type_name(attrs));
     g->attrs[i] = json_incref((json_t *)attrs);
-    snprintf(w, sizeof w, "nodes[%zu].attrs.inplace_capable", i);
-    if ((s = get_bool(file, json_object_get(attrs, "inplace_capable"), w, &nd->inplace_capable))) return s;
-    snprintf(w, sizeof w, "nodes[%zu].attrs.inplace", i);
-    if ((s = get_bool(file, json_object_get(attrs, "inplace"), w, &nd->inplace))) return s;
+    if ((s = get_bool(file, json_object_get(attrs, "inplace_capable"),
+                      AT_F("nodes", i, "attrs.inplace_capable"), &nd->inplace_capable)))
+        return s;
+    if ((s = get_bool(file, json_object_get(attrs, "inplace"), AT_F("nodes", i, "attrs.inplace"),
+                      &nd->inplace)))
+        return s;
     const json_t *fl = json_object_get(attrs, "flops");
-    snprintf(w, sizeof w, "nodes[%zu].attrs.flops", i);
-    if (fl && (s = get_u64(file, fl, w, &nd->flops))) return s;
-    static const char *const ws_keys[2] = {"workspace", "backward_workspace"};
+    if (fl && (s = get_u64(file, fl, AT_F("nodes", i, "attrs.flops"), &nd->flops))) return s;
+    static const char *const ws_keys[2] = {"attrs.workspace", "attrs.backward_workspace"};
     uint64_t *ws_out[2] = {&nd->workspace, &nd->backward_workspace};
     for (int k = 0; k < 2; k++) {
-        const json_t *x = json_object_get(attrs, ws_keys[k]);
-        snprintf(w, sizeof w, "nodes[%zu].attrs.%s", i, ws_keys[k]);
-        if (x && (s = get_u64(file, x, w, ws_out[k]))) return s;
+        const json_t *x = json_object_get(attrs, ws_keys[k] + strlen("attrs."));
+        if (x && (s = get_u64(file, x, AT_F("nodes", i, ws_keys[k]), ws_out[k]))) return s;
     }
     return MP_OK;
 }
@@ -510,7 +550,6 @@ done:
 static mp_status read_order(builder *b, json_t *order) {
     mp_graph_t *g = b->g;
     const char *file = b->file;
-    char w[64];
     mp_status s;
     size_t len = json_array_size(order);
     if (len != g->n_nodes)
@@ -518,10 +557,9 @@ static mp_status read_order(builder *b, json_t *order) {
                    len == 1 ? "y" : "ies", g->n_nodes, g->n_nodes == 1 ? "" : "s");
     for (size_t k = 0; k < len; k++) {
         size_t v = 0;
-        snprintf(w, sizeof w, "order[%zu]", k);
-        if ((s = get_id(file, json_array_get(order, k), w, g->n_nodes, "node", &v))) return s;
+        if ((s = get_id(file, json_array_get(order, k), AT_I("order", k), g->n_nodes, "node", &v))) return s;
         if (g->node[v].step != MP_GRAPH_NONE)
-            return bad(file, "%s: node %zu appears twice (also order[%zu])", w, v, g->node[v].step);
+            return bad(file, "order[%zu]: node %zu appears twice (also order[%zu])", k, v, g->node[v].step);
         g->node[v].step = k;
         g->order[k] = v;
     }
@@ -547,13 +585,13 @@ static mp_status build(builder *b, json_t *root) {
     mp_status s;
     if (!json_is_object(root)) return bad(file, "expected a JSON object at the top level, got %s", type_name(root));
     const char *fmt = "";
-    if ((s = get_string(file, json_object_get(root, "format"), "format", true, &fmt))) return s;
+    if ((s = get_string(file, json_object_get(root, "format"), AT("format"), true, &fmt))) return s;
     if (strcmp(fmt, FORMAT)) return bad(file, "format: \"%s\" is not supported (expected \"" FORMAT "\")", fmt);
     json_t *tensors = NULL, *nodes = NULL, *order = NULL, *outputs = NULL, *model = json_object_get(root, "model");
-    if ((s = get_array(file, json_object_get(root, "tensors"), "tensors", &tensors))) return s;
-    if ((s = get_array(file, json_object_get(root, "nodes"), "nodes", &nodes))) return s;
-    if ((s = get_array(file, json_object_get(root, "order"), "order", &order))) return s;
-    if ((s = get_array(file, json_object_get(root, "outputs"), "outputs", &outputs))) return s;
+    if ((s = get_array(file, json_object_get(root, "tensors"), AT("tensors"), &tensors))) return s;
+    if ((s = get_array(file, json_object_get(root, "nodes"), AT("nodes"), &nodes))) return s;
+    if ((s = get_array(file, json_object_get(root, "order"), AT("order"), &order))) return s;
+    if ((s = get_array(file, json_object_get(root, "outputs"), AT("outputs"), &outputs))) return s;
     if (model && !json_is_object(model)) return bad(file, "model: expected an object, got %s", type_name(model));
 
     size_t nd, ni, nc;
@@ -574,7 +612,7 @@ static mp_status build(builder *b, json_t *root) {
         return MP__NOMEM();
     if (model) g->model = json_incref(model);
     const char *name = "";
-    if ((s = get_string(file, model ? json_object_get(model, "name") : NULL, "model.name", false, &name)))
+    if ((s = get_string(file, model ? json_object_get(model, "name") : NULL, AT("model.name"), false, &name)))
         return s;
     g->model_name = keep(b, name);
 
@@ -584,13 +622,11 @@ static mp_status build(builder *b, json_t *root) {
     for (size_t i = 0; i < g->n_nodes; i++)
         if ((s = read_node(b, i, json_array_get(nodes, i)))) return s;
     if ((s = read_order(b, order))) return s;
-    char w[64];
-    for (size_t k = 0; k < g->n_outputs; k++) {
-        snprintf(w, sizeof w, "outputs[%zu]", k);
-        if ((s = get_id(file, json_array_get(outputs, k), w, g->n_tensors, "tensor", &g->outputs[k])))
+    for (size_t k = 0; k < g->n_outputs; k++)
+        if ((s = get_id(file, json_array_get(outputs, k), AT_I("outputs", k), g->n_tensors, "tensor",
+                        &g->outputs[k])))
             return s;
-    }
-    if ((s = get_opt_id(file, json_object_get(root, "loss"), "loss", g->n_tensors, "tensor", &g->loss)))
+    if ((s = get_opt_id(file, json_object_get(root, "loss"), AT("loss"), g->n_tensors, "tensor", &g->loss)))
         return s;
     return check_scratch(b);
 }

@@ -227,6 +227,11 @@ static void test_malformed(void) {
         {"unknown_kind.json",
          "tensors[0].kind: unknown kind \"weight\" (input, activation, parameter, gradient, output)"},
         {"missing_tensors.json", "tensors: missing"},
+        {"wrong_type_workspace.json", "nodes[1].attrs.backward_workspace: expected an integer, got a string"},
+        {"negative_flops.json", "nodes[0].attrs.flops: expected a non-negative integer, got -8"},
+        {"dangling_output.json", "outputs[1]: tensor 7 does not exist (the graph has 3 tensors)"},
+        {"wrong_type_loss.json", "loss: expected a tensor id or null, got a string"},
+        {"wrong_type_trainable.json", "tensors[1].trainable: expected true or false, got an integer"},
         {"top_level_array.json", "expected a JSON object at the top level, got an array"},
         /* jansson's own words, after FILE:LINE:COLUMN. */
         {"truncated.json", NULL},
