@@ -244,7 +244,7 @@ class Planner:
                     out.append(seen[key])
             return seen.get(key)
 
-        flat, spans = [], set()     # spans: indices in flat of runs over several stages
+        flat, spans = [], []        # spans: the multi-stage plans nested below
         n = len(self.stages)
         for length in RUN_LENGTHS:
             size = length or n
@@ -253,9 +253,9 @@ class Planner:
             groups = [sum(self.stages[i:i + size], []) for i in range(0, n, size)]
             ranked = sorted(groups, key=self._value, reverse=True)
             for j in range(1, len(ranked) + 1):
-                if size > 1 and j >= len(ranked) - 2:
-                    spans.add(len(flat))
                 flat.append(ranked[:j])
+                if size > 1 and j >= len(ranked) - 2:
+                    spans.append(ranked[:j])
         # Finer: one leaf call each (a conv, one time chunk of an LSTM),
         # ranked the same way; prefixes on a ladder of lengths.
         calls = sorted(self._leaf_calls(), key=self._value, reverse=True)
@@ -281,15 +281,17 @@ class Planner:
         for pieces in [self.stages] + [self._module_pieces(d) for d in MODULE_DEPTHS]:
             for runs in self._sequential_runs(pieces):
                 add(runs, kind="sequential")
-        spans = [c for i, c in enumerate([add(runs) for runs in flat]) if i in spans and c]
+        for runs in flat:
+            add(runs)
         # Nesting lowers a plan's peak and adds recomputation: worth trying
-        # from the plans no other flat plan beats on both, and from every
-        # plan of runs over several stages.  The front alone moves with the
+        # from the plans no other flat plan beats on both, and from the plans
+        # of groups of several stages that checkpoint all groups or all but
+        # one or two (add() returns them evaluated).  The front alone moves with the
         # seconds measured at capture: on ResNet-50 at batch 16 its least
         # nested plan was 416.5 MiB in two captures of three and 433.2 in
         # the third (453.4 in a bench run, where 1/3 is 438.3), while the
         # multi-stage plans are a few dozen more evaluations.
-        for cand in _pareto(out) + spans:
+        for cand in _pareto(out) + [c for c in map(add, spans) if c]:
             inner = [self._nest(r) for r in cand.runs]
             if any(inner):
                 add(cand.runs, inner)
