@@ -1,8 +1,7 @@
 """Which candidates fit measures, and which measured fit it returns.
 
-fit's goal is the fastest step within the budget; less memory only breaks
-ties.  Each candidate's first timing (measure_step: the least of two steps,
-taken right after that candidate's own warm-up) is made minutes apart from
+fit's goal is the fastest step within the budget.  Each candidate's first
+timing (measure_step: the least of two steps, taken right after that candidate's own warm-up) is made minutes apart from
 the others', so a change in the machine's load between them moves the
 comparison as much as the plans do (ResNet-50 at batch 16, 2 cores: the
 same plan timed 3.41 s and 3.71 s in two runs of one benchmark).  The
@@ -10,7 +9,12 @@ measured fits whose first timings are close are therefore timed again
 side by side (retime: A B, B A, A B ...), each step paired with the
 other's in the same round.  One is faster only where it is faster in every
 round (and by more than TIE in the median round); otherwise the steps are
-indistinguishable on this machine, and the least memory decides.  Measured
+indistinguishable on this machine, and the better ranked plan (the least
+forward seconds with its recomputation, as measured at capture) is
+returned: memory within the budget is worth nothing, and ranking is the
+expected faster, where the least memory was the expected slower (it
+recomputes more: ResNet-50's k=8 shape, 59.5 MiB smaller, about 5% slower;
+the LSTM's chunked k=4 shape 3.6%, docs/python.md).  Measured
 (ResNet-50 at batch 16 under a load of 5 on 2 cores; docs/python.md, "fit's
 choice"): one module timed
 against itself in 6 interleaved rounds gave per-round ratios 0.54-1.21,
@@ -29,15 +33,18 @@ ROUNDS = 3       # rounds of one step each, the order reversed every other round
 TIE = 0.01       # faster in every round by less than 1% in the median: a tie anyway
 
 
-def next_trial(order, fits, ok):
+def next_trial(order, fits, ok, near=None):
     """The next candidate to measure: the best ranked one that ok() allows,
     of the model as written while one of its plans may fit (the time-chunked
     variants, the fastest ranked first, only where none does), once one
     fits of that one's variant; after a measured fit that is not a
     checkpoint_sequential shape, the best such shape if one may fit (so
     that fit is never slower than checkpoint_sequential where a measured
-    step can tell).  ok() runs only on candidates that could still be
-    picked (it may place a plan on its timeline)."""
+    step can tell).  near(): a plan of the model as written that misses
+    the budget by less than the estimate's error, measured before any
+    time-chunked one while nothing fits (None: none).  ok() and near() run
+    only on candidates that could still be picked (they may place a plan
+    on its timeline)."""
     seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
     best, tier = None, None
     for c in order:
@@ -48,6 +55,8 @@ def next_trial(order, fits, ok):
             best, tier = c, here
             if not any(here):
                 break
+    if best is not None and best.variant and not fits and near is not None:
+        best = next((c for c in order if not c.variant and near(c)), best)
     return best
 
 
@@ -97,12 +106,14 @@ def choose(fits, times=None):
     times (retime; None: the first timings alone, within TIE a tie): W, the
     one with the least median step, unless others are indistinguishable
     from it -- not slower in every round, or slower by at most TIE in the
-    median round -- in which case the least measured peak among W and
-    those, the better ranked on equal peaks."""
+    median round -- in which case the best ranked among W and those (the
+    least forward seconds with what it recomputes, as measured at
+    capture: what a step cannot tell, the plan's own estimate does), the
+    least measured peak on equal ranks."""
     if times is None:
         fastest = min(f[0] for f in fits)
         tied = [f for f in fits if f[0] <= fastest * (1 + TIE)]
-        return min(tied, key=lambda f: (f[2], f[1]))
+        return min(tied, key=lambda f: (f[1], f[2]))
     meds = [_median(t) for t in times]
     w = min(range(len(fits)), key=lambda i: (meds[i], fits[i][1]))
 
@@ -111,4 +122,4 @@ def choose(fits, times=None):
         return all(r > 1 for r in ratios) and _median(ratios) > 1 + TIE
 
     tied = [i for i in range(len(fits)) if not slower(i)]
-    return fits[min(tied, key=lambda i: (fits[i][2], fits[i][1]))]
+    return fits[min(tied, key=lambda i: (fits[i][1], fits[i][2]))]
