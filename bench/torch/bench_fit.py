@@ -26,6 +26,10 @@ Markdown (report.py) is written at the end, whole or not at all.
 --from-json rewrites the Markdown from a run's JSON lines (e.g. after
 editing notes.md).  --quick: small sizes, and the sanity checks (a fit's
 measured peak within its budget, every variant timed) fail the run.
+The process's address space is capped at 80% of the machine's memory, so
+that a runaway allocation crashes one variant rather than the run, and
+each model's section ends by giving freed memory back (its resident size
+is logged).
 Exit status: 0 every variant measured, 1 some crashed (listed), 2 usage.
 """
 
@@ -413,11 +417,48 @@ def parse(argv):
     return args
 
 
+def cap_memory(share=0.8):
+    """Address space capped at share of the machine's memory: a runaway
+    allocation then fails inside one variant (a crashed row naming it)
+    instead of the kernel's OOM killer ending the run (2026-11-28: killed
+    at 24 GB resident in its last fit, which alone peaks at 4.6 GB)."""
+    try:
+        import resource
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = int(total * share)
+        if hard == resource.RLIM_INFINITY or cap < hard:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def release_memory():
+    """What a finished model's variants held, given back to the system
+    (glibc keeps freed heap pages; later sections then start lower)."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def rss_mib():
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) // 1024 for l in f if l.startswith("VmRSS"))
+    except (OSError, StopIteration):
+        return None
+
+
 def main(argv):
     args = parse(argv)
     if args.from_json:
         report.write(report.load(args.from_json), args.out)
         return 0
+    cap_memory()
     sizes = parse_sizes(args)
     issue = {m: tuple(models.SIZES[m]["full"]) for m in sizes} if args.issue_sizes else {}
     rec = Recorder(args.json, args.quick)
@@ -429,10 +470,11 @@ def main(argv):
                   fractions=FRACTIONS, native_nr=NATIVE_NR, timing="rounds",
                   threads=args.threads, probe_rounds=PROBE_ROUNDS,
                   equal_memory=args.equal_memory, issue_run=bool(issue)))
-    for name, (batch, dim) in sizes.items():
-        bench_model(rec, "main", name, batch, dim, args)
-    for name, (batch, dim) in issue.items():
-        bench_model(rec, "issue", name, batch, dim, args)
+    for section, todo in (("main", sizes), ("issue", issue)):
+        for name, (batch, dim) in todo.items():
+            bench_model(rec, section, name, batch, dim, args)
+            release_memory()
+            log("%s: resident %s MiB after its %s section" % (name, rss_mib(), section))
     run_plan_target(rec, sizes, args)
     rec.emit({"kind": "end", "seconds": time.perf_counter() - START,
               "load_end": list(os.getloadavg()), "crashed": rec.crashed})
