@@ -15,16 +15,14 @@ import time
 import torch
 
 from memplan._fx import frozen
-from memplan._measure import _zero_grads, default_loss
+from memplan._measure import _zero_grads, default_loss, timed
 
 
 def _step(module, x, threads):
     if threads and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     _zero_grads(module)
-    t0 = time.perf_counter()
-    default_loss(module(x)).backward()
-    return time.perf_counter() - t0
+    return timed(lambda: default_loss(module(x)).backward(), x.device)   # a GPU's kernels too
 
 
 def interleaved(model, entries, x, rounds):

@@ -25,7 +25,7 @@ called a plan faster than itself; the sign rule called it a tie.
 import time
 
 from ._fx import as_tuple, frozen
-from ._measure import _step, _zero_grads, default_loss
+from ._measure import _step, _zero_grads, default_loss, device_of, sync
 
 NEAR = 0.15      # first timings within 15% of the fastest: timed again side by side
 FINALISTS = 3    # at most this many of them
@@ -40,11 +40,12 @@ def next_trial(order, fits, ok, near=None):
     fits of that one's variant; after a measured fit that is not a
     checkpoint_sequential shape, the best such shape if one may fit (so
     that fit is never slower than checkpoint_sequential where a measured
-    step can tell).  near(): a plan of the model as written that misses
-    the budget by less than the estimate's error, measured before any
-    time-chunked one while nothing fits (None: none).  ok() and near() run
-    only on candidates that could still be picked (they may place a plan
-    on its timeline)."""
+    step can tell).  near(): a plan that misses the budget by less than
+    the estimate's error; one ranked before that pick, of the model as
+    written while nothing fits (else of the fits' variant, and a
+    checkpoint_sequential shape where one is due), is measured instead
+    (None: none).  ok() and near() run only on candidates that
+    could still be picked (they may place a plan on its timeline)."""
     seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
     best, tier = None, None
     for c in order:
@@ -55,8 +56,14 @@ def next_trial(order, fits, ok, near=None):
             best, tier = c, here
             if not any(here):
                 break
-    if best is not None and best.variant and not fits and near is not None:
-        best = next((c for c in order if not c.variant and near(c)), best)
+    if best is None or near is None:
+        return best
+    variant = fits[0][3].variant if fits else 0
+    for c in order:
+        if c is best:
+            break
+        if c.variant == variant and (not seq or c.kind == "sequential") and near(c):
+            return c
     return best
 
 
@@ -77,6 +84,7 @@ def retime(modules, inputs, loss_fn=None, rounds=ROUNDS, clock=time.perf_counter
     given back exactly as they were, gradients and modes too."""
     inputs, loss_fn = as_tuple(inputs), loss_fn or default_loss
     times = [[] for _ in modules]
+    device = device_of(modules[0], inputs)
     modes = [m.training for m in modules]
     with frozen(modules[0]):
         try:
@@ -86,8 +94,10 @@ def retime(modules, inputs, loss_fn=None, rounds=ROUNDS, clock=time.perf_counter
                 order = range(len(modules)) if r % 2 == 0 else reversed(range(len(modules)))
                 for i in order:
                     _zero_grads(modules[i])
+                    sync(device)
                     t0 = clock()
                     _step(modules[i], inputs, loss_fn)
+                    sync(device)
                     times[i].append(clock() - t0)
         finally:
             for m, mode in zip(modules, modes):

@@ -142,7 +142,7 @@ def capture(model, inputs, name="model", rnn_chunks=None):
     shape = list(inputs[0].shape) if inputs and isinstance(inputs[0], torch.Tensor) else []
     meta = {"name": name, "batch": shape[0] if shape else 1, "input_shape": shape,
             "train": False, "level": "fx", "exporter": "memplan.torch"}
-    graph = rec.graph(meta)
+    graph = rec.to_graph(meta)
     gm.memplan_graph = graph      # profile_nodes compares autograd with it
     return gm, graph
 
@@ -153,17 +153,23 @@ class _SavedBy(torch.fx.Interpreter):
 
     current = None
 
-    def __init__(self, gm):
+    def __init__(self, gm, device=None):
         super().__init__(gm, garbage_collect_values=False)   # every value
         # stays alive to the end, so no storage address is reused in a run
         self.times = {}
+        self.cuda = device is not None and device.type == "cuda"
+        self.device = device
 
     def run_node(self, n):
         self.current = n.name
+        if self.cuda:                   # a node's seconds include its kernels
+            torch.cuda.synchronize(self.device)
         t0 = time.perf_counter()
         try:
             return super().run_node(n)
         finally:
+            if self.cuda:
+                torch.cuda.synchronize(self.device)
             self.times[n.name] = time.perf_counter() - t0
 
 
@@ -200,8 +206,10 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_i
         for t in list(model.parameters()) + list(model.buffers()) + list(inputs):
             if isinstance(t, torch.Tensor):
                 visible.add(_storage(t)[0])
+        from ._measure import device_of
+        device = device_of(model, inputs)
         for i in range(max(1, runs)):
-            runner = _SavedBy(gm)
+            runner = _SavedBy(gm, device)
 
             def pack(t, runner=runner):
                 if t.layout == torch.strided and t.numel():
@@ -296,15 +304,12 @@ def _kept_unsaved(graph, gm, env, saved):
     return out, [n for n in names if n in fx]
 
 
-def _transient(fn):
-    """Bytes torch's CPU allocator holds during fn() above the larger of
-    what was allocated when it started and when it ended (torch.profiler's
-    memory events: a running sum from the start)."""
-    from torch.profiler import ProfilerActivity, profile
-    from ._measure import peak_and_end       # _measure imports this module
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    peak, end = peak_and_end(prof)
+def _transient(fn, device):
+    """Bytes torch allocates on device during fn() above the larger of
+    what was allocated when it started and when it ended
+    (_measure.allocated_during)."""
+    from ._measure import allocated_during    # _measure imports this module
+    peak, end = allocated_during(fn, device)
     return max(0, peak - max(0, end))
 
 
@@ -320,16 +325,18 @@ def _transients(module, args, kwargs=None, shared=False):
     graph then gives each call's parameter gradients a tensor of their own,
     so they are measured as results (.grad None beforehand), not again as
     transients."""
+    from ._measure import device_of
     memo = {}
     args, kwargs = _detached(args, memo), _detached(kwargs or {}, memo)
+    device = device_of(module, tuple(_flat_tensors((args, kwargs))))
     for p in module.parameters():
         if p.requires_grad and (shared or p.grad is None):
             p.grad = None if shared else torch.zeros_like(p)
     box = []
-    fwd = _transient(lambda: box.append(module(*args, **kwargs)))
+    fwd = _transient(lambda: box.append(module(*args, **kwargs)), device)
     outs = [t for t in _flat_tensors(box[0]) if t.requires_grad]
     grads = [torch.ones_like(t) for t in outs]
-    bwd = _transient(lambda: torch.autograd.backward(outs, grads)) if outs else 0
+    bwd = _transient(lambda: torch.autograd.backward(outs, grads), device) if outs else 0
     return fwd, bwd
 
 

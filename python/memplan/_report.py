@@ -18,10 +18,7 @@ import json
 import time
 from collections import namedtuple
 
-import torch.fx
-
 from . import _fx, lib
-from .trace import py311_unpack_fix
 
 ROOT = ""            # the model itself, in module paths
 INPUT = "(input)"    # tensors no node produces (the batch, the training target)
@@ -73,41 +70,22 @@ def report(model, inputs, train=False, name="model", strategy="auto"):
 
 # -- capture ---------------------------------------------------------------
 
-class _ScopeTracer(torch.fx.Tracer):
-    """The tracer symbolic_trace uses, remembering the innermost module each
-    node was created in (torch 1.13's fx keeps no module stack)."""
-
-    def __init__(self):
-        super().__init__()
-        self.stack = []
-        self.scope = {}
-
-    def call_module(self, m, forward, args, kwargs):
-        self.stack.append(self.path_of_module(m))
-        try:
-            return super().call_module(m, forward, args, kwargs)
-        finally:
-            self.stack.pop()
-
-    def create_node(self, *args, **kwargs):
-        node = super().create_node(*args, **kwargs)
-        self.scope[node.name] = self.stack[-1] if self.stack else ROOT
-        return node
-
-
 def module_scopes(model, gm):
-    """{fx node name: path of the innermost module it runs in} by tracing
-    model again the way _fx.trace does; names are deterministic, and the two
-    graphs are compared node for node.  None when they differ."""
-    tracer = _ScopeTracer()
-    try:
-        with py311_unpack_fix():
-            graph = tracer.trace(model)
-    except Exception:       # _fx.trace succeeded, so this should not happen
-        return None
-    mine = [(n.name, n.op, str(n.target)) for n in graph.nodes]
-    theirs = [(n.name, n.op, str(n.target)) for n in gm.graph.nodes]
-    return tracer.scope if mine == theirs else None
+    """{fx node name: path of the innermost module it runs in}: what
+    _fx's tracer wrote in each node's meta while tracing (mp_path; "" is
+    the model itself).  None for a node that has none (a GraphModule traced
+    some other way).  (Before: a second trace, compared node for node with
+    gm; under torch 2.11 the two differed and reports lost their module
+    scopes.)"""
+    scope = {}
+    for n in gm.graph.nodes:
+        if "mp_path" in n.meta:
+            scope[n.name] = n.meta["mp_path"] or ROOT
+        elif n.op in ("placeholder", "output", "get_attr"):
+            scope[n.name] = ROOT
+        else:
+            return None
+    return scope
 
 
 def _graph(d, name, train):

@@ -311,7 +311,7 @@ class Recorder(ShapeProp):
                 if "grad_of" in base:
                     t["grad_of"] = base["grad_of"]
 
-    def graph(self, model_meta):
+    def to_graph(self, model_meta):
         from . import GRAPH_FORMAT
         return {"format": GRAPH_FORMAT, "model": model_meta,
                 "tensors": self.tensors, "nodes": self.nodes,

@@ -168,6 +168,6 @@ def export_module(model, example, name="model", train=False, **extra):
     if train:
         targets = make_targets(model, example)
         rec = trace_training(model, example, targets)
-        return rec.graph(model_meta(name, example, True, "aten", **extra))
+        return rec.to_graph(model_meta(name, example, True, "aten", **extra))
     rec = trace_inference(model, example)
-    return rec.graph(model_meta(name, example, False, "fx", **extra))
+    return rec.to_graph(model_meta(name, example, False, "fx", **extra))

@@ -198,21 +198,30 @@ class Trials(unittest.TestCase):
     def cand(n, kind="flat", variant=0):
         return Candidate(((n,),), (), [], n, 0, float(n), kind, variant)
 
-    def test_a_near_miss_of_the_model_as_written_before_chunks(self):
-        """While nothing fits, a plan of the model as written that misses
-        its estimated budget by less than near() allows is measured before
-        a time-chunked one that fits the estimate; never once something
-        fits, and without near() the chunked one."""
+    def test_a_near_miss_ranked_first_is_measured(self):
+        """A plan ranked before the pick that misses its estimated budget by
+        less than near() allows is measured instead: of the model as
+        written before a time-chunked pick while nothing fits, of the fits'
+        variant after; never a plan ranked after the pick, and nothing
+        where nothing is ok (near alone picks nothing)."""
         whole, other = self.cand(1), self.cand(2)
-        chunked = self.cand(3, variant=1)
-        order = [whole, other, chunked]
-        ok = lambda c: c is chunked                  # noqa: E731
-        near = lambda c: c is other                  # noqa: E731
-        self.assertIs(_next_trial(order, [], ok), chunked)
-        self.assertIs(_next_trial(order, [], ok, near), other)
-        self.assertIs(_next_trial(order, [], ok, lambda c: False), chunked)
-        fits = [(1.0, 2, 10, chunked, None)]
-        self.assertIsNone(_next_trial(order, fits, lambda c: False, near))
+        chunked, chunked2 = self.cand(3, variant=1), self.cand(4, variant=1)
+        order = [whole, other, chunked, chunked2]
+        ok = lambda c: c is chunked2                 # noqa: E731
+        self.assertIs(_next_trial(order, [], ok), chunked2)
+        self.assertIs(_next_trial(order, [], ok, lambda c: c is other), other)
+        self.assertIs(_next_trial(order, [], ok, lambda c: c is chunked), chunked2)
+        self.assertIs(_next_trial(order, [], ok, lambda c: False), chunked2)
+        fits = [(1.0, 3, 10, self.cand(6, "sequential", variant=1), None)]
+        self.assertIs(_next_trial(order, fits, lambda c: c is chunked2,
+                                  lambda c: c in (other, chunked)), chunked)
+        fits = [(1.0, 3, 10, chunked2, None)]       # a sequential shape is due
+        self.assertIs(_next_trial(order, [], lambda c: c is other, lambda c: c is whole), whole)
+        self.assertIs(_next_trial(order, [], lambda c: c is whole, lambda c: c is other), whole)
+        self.assertIsNone(_next_trial(order, fits, lambda c: False, lambda c: True))
+        seq = self.cand(5, "sequential", variant=1)
+        order = [whole, chunked, seq, chunked2]
+        self.assertIs(_next_trial(order, fits, lambda c: c is seq, lambda c: c is chunked), seq)
 
     def test_checkpoint_sequential_shape_measured_second(self):
         a, b, c = self.cand(1), self.cand(2), self.cand(3, "sequential")
