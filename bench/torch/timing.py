@@ -10,8 +10,6 @@ memplan.torch.measure_time does, and only one step's activations exist at a
 time.
 """
 
-import time
-
 import torch
 
 from memplan._fx import frozen
