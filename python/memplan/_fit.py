@@ -34,10 +34,10 @@
    whose measured peak is within the budget, the ones timed close to the
    fastest are timed again side by side and the fastest is returned, the
    best ranked where their steps are indistinguishable (memplan._choice).
-   A plan ranked before the pick that misses the budget by less than NEAR
-   (the estimate's error) is measured instead, until one such measures
-   over it: at the measured peak of a checkpoint_sequential row, that
-   row's own shape is estimated a little over.  A measured peak
+   A plan ranked before the pick that misses the budget by less than
+   NEAR_MISS (the estimate's error) is measured instead, until one such
+   measures over it: at the measured peak of a checkpoint_sequential row,
+   that row's own shape is estimated a little over.  A measured peak
    above the budget raises the excess for the candidates after it; at most
    `attempts` candidates are measured in all.  Only a measured fit is
    returned.
@@ -95,7 +95,7 @@ EVAL_THREADS = min(4, os.cpu_count() or 1)   # candidates evaluated at once
 # is measured rather than passed over: at k=4's measured peak its own shape
 # was estimated 0.1% over and measures within (and fit went on to the
 # slower time-chunked plans).
-NEAR = 0.01
+NEAR_MISS = 0.01
 
 
 class Planner:
@@ -547,7 +547,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
                 and c not in unbuilt)
 
     def near(c):
-        return not missed and ok(c, NEAR * budget)
+        return not missed and ok(c, NEAR_MISS * budget)
 
     missed = []         # a near miss measured over the budget: no more of them
     while len(tried) < max(1, attempts) and len(fits) < max(1, trials):
