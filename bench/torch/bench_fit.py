@@ -470,8 +470,8 @@ def main(argv):
                   fractions=FRACTIONS, native_nr=NATIVE_NR, timing="rounds",
                   threads=args.threads, probe_rounds=PROBE_ROUNDS,
                   equal_memory=args.equal_memory, issue_run=bool(issue)))
-    for section, todo in (("main", sizes), ("issue", issue)):
-        for name, (batch, dim) in todo.items():
+    for section, at in (("main", sizes), ("issue", issue)):
+        for name, (batch, dim) in at.items():
             bench_model(rec, section, name, batch, dim, args)
             release_memory()
             log("%s: resident %s MiB after its %s section" % (name, rss_mib(), section))

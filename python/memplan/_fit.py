@@ -252,16 +252,16 @@ class Planner:
             nothing but the read-only training graph: ResNet-50 at batch
             32, 202 plans, 1.33 s on one thread, 0.64-0.73 s on two); None
             for one that drops nothing.  out gets them in plans' order."""
-            keys, todo = [], {}
+            keys, pending = [], {}
             for runs, inner, kind in plans:
                 runs = [self._opening(r) for r in runs]
                 inner = [[r for r in map(self._opening, g) if r] for g in inner]
                 runs = sorted((r for r in runs if r), key=lambda r: self.pos[r[0]])
                 key = (tuple(tuple(r) for r in runs), tuple(tuple(map(tuple, g)) for g in inner))
                 keys.append(key)
-                if runs and key not in seen and key not in todo:
-                    todo[key] = (runs, inner, kind)
-            jobs = list(todo.items())
+                if runs and key not in seen and key not in pending:
+                    pending[key] = (runs, inner, kind)
+            jobs = list(pending.items())
             with ThreadPoolExecutor(max(1, min(EVAL_THREADS, len(jobs)))) as pool:
                 done = list(pool.map(lambda j: self.evaluate(*j[1]), jobs))
             for (key, _), cand in zip(jobs, done):
