@@ -9,13 +9,9 @@ measured fits whose first timings are close are therefore timed again
 side by side (retime: A B, B A, A B ...), each step paired with the
 other's in the same round.  One is faster only where it is faster in every
 round (and by more than TIE in the median round); otherwise the steps are
-indistinguishable on this machine, and a checkpoint_sequential shape among
-them is returned (the baseline fit must never be slower than: where a
-step cannot tell, the ranking's estimate decided before, and its choice
-over k=2's shape measured 3.1% slower on the LSTM at k=2's peak, beyond
-that run's noise floor of 2.3%), else the better ranked plan (the least
-forward seconds with its recomputation, as measured at capture):
-memory within the budget is worth nothing, and ranking is the
+indistinguishable on this machine, and the better ranked plan (the least
+forward seconds with its recomputation, as measured at capture) is
+returned: memory within the budget is worth nothing, and ranking is the
 expected faster, where the least memory was the expected slower (it
 recomputes more: ResNet-50's k=8 shape, 59.5 MiB smaller, about 5% slower;
 the LSTM's chunked k=4 shape 3.6%, docs/python.md).  Measured
@@ -120,14 +116,14 @@ def choose(fits, times=None):
     times (retime; None: the first timings alone, within TIE a tie): W, the
     one with the least median step, unless others are indistinguishable
     from it -- not slower in every round, or slower by at most TIE in the
-    median round -- in which case a checkpoint_sequential shape among W
-    and those, else the best ranked (the least forward seconds with what
-    it recomputes, as measured at capture: what a step cannot tell, the
-    plan's own estimate does), the least measured peak on equal ranks."""
+    median round -- in which case the best ranked among W and those (the
+    least forward seconds with what it recomputes, as measured at
+    capture: what a step cannot tell, the plan's own estimate does), the
+    least measured peak on equal ranks."""
     if times is None:
         fastest = min(f[0] for f in fits)
         tied = [f for f in fits if f[0] <= fastest * (1 + TIE)]
-        return min(tied, key=_tie_key)
+        return min(tied, key=lambda f: (f[1], f[2]))
     meds = [_median(t) for t in times]
     w = min(range(len(fits)), key=lambda i: (meds[i], fits[i][1]))
 
@@ -136,10 +132,4 @@ def choose(fits, times=None):
         return all(r > 1 for r in ratios) and _median(ratios) > 1 + TIE
 
     tied = [i for i in range(len(fits)) if not slower(i)]
-    return fits[min(tied, key=lambda i: _tie_key(fits[i]))]
-
-
-def _tie_key(fit):
-    """Among indistinguishable fits: a checkpoint_sequential shape first,
-    then the best ranked, then the least measured peak."""
-    return (fit[3].kind != "sequential", fit[1], fit[2])
+    return fits[min(tied, key=lambda i: (fits[i][1], fits[i][2]))]

@@ -32,9 +32,8 @@
    `trials` of them are built (torch.fx split_module, runs wrapped in
    torch.utils.checkpoint) and MEASURED (peak and step time); of those
    whose measured peak is within the budget, the ones timed close to the
-   fastest are timed again side by side and the fastest is returned; where
-   their steps are indistinguishable, a checkpoint_sequential shape, else
-   the best ranked (memplan._choice).
+   fastest are timed again side by side and the fastest is returned, the
+   best ranked where their steps are indistinguishable (memplan._choice).
    A plan ranked before the pick that misses the budget by less than
    NEAR_MISS (the estimate's error) is measured instead, until one such
    measures over it: at the measured peak of a checkpoint_sequential row,

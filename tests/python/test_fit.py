@@ -272,19 +272,6 @@ class Trials(unittest.TestCase):
         fits[1] = (1.10, 0, 60, b, None)
         self.assertIs(_choice.choose(fits)[3], a)
 
-    def test_a_tie_goes_to_a_checkpoint_sequential_shape(self):
-        """The LSTM at k=2's peak: a better ranked plan and k=2's shape,
-        indistinguishable in the rounds (the bench then measured the plan
-        3.1% slower): the shape, whatever the ranks and peaks; but a plan
-        faster in every round beyond TIE still wins over it."""
-        a, s = self.cand(1), self.cand(2, "sequential")
-        fits = [(1.00, 0, 60, a, None), (1.01, 1, 90, s, None)]
-        self.assertIs(_choice.choose(fits, [[1.00, 1.10, 1.00], [1.01, 1.00, 1.02]])[3], s)
-        self.assertIs(_choice.choose(fits)[3], s)
-        self.assertIs(_choice.choose(fits, [[1.00, 1.00, 1.00], [1.05, 1.06, 1.04]])[3], a)
-        fits = [(1.00, 0, 60, a, None), (1.05, 1, 90, s, None)]
-        self.assertIs(_choice.choose(fits)[3], a)
-
     def test_retime_interleaves_and_finds_the_faster_step(self):
         """retime steps each module once a round, the order reversed every
         other round (A B, B A, A B), and gives back parameters, gradients
