@@ -135,7 +135,7 @@ def fit_row(model, x, budget, args, keep):
                 capture_s=r.capture_seconds, planning_s=r.planning_seconds,
                 measuring_s=r.measuring_seconds, nested=r.nested, steps=r.steps,
                 extra_time_pct=100.0 * r.extra_seconds / r.forward_seconds,
-                chunked=r.chunked, plan_kind=r.kind,
+                chunked=r.chunked, plan_kind=r.kind, trials=[t._asdict() for t in r.trials],
                 fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds)
 
 

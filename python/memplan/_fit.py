@@ -66,7 +66,7 @@ FitResult = namedtuple("FitResult", "budget measured_peak plain_peak planned_pea
                                     "forward_flops checkpointed runs candidates attempts "
                                     "capture_seconds planning_seconds measuring_seconds "
                                     "measured_seconds plain_seconds extra_seconds "
-                                    "forward_seconds nested steps chunked kind")
+                                    "forward_seconds nested steps chunked kind trials")
 FitResult.__doc__ = """What fit did.  budget, measured_peak (torch.profiler, one step),
 plain_peak (the same for the unmodified model), planned_peak (libmemplan's checked plan
 of the same choice) in bytes; extra_flops and forward_flops (one forward pass) as the
@@ -79,7 +79,12 @@ one forward pass, both as measured at capture; nested: runs checkpointed inside 
 steps: training steps fit ran to measure (4 per measured module, and _choice.ROUNDS
 per fit timed again beside the others); chunked: 0, or
 the module runs its nn.LSTMs in up to this many time chunks (exact=False); kind: "sequential" when the
-plan is one checkpoint_sequential would make, "nested", else "flat"."""
+plan is one checkpoint_sequential would make, "nested", else "flat"; trials: a Trial per
+module measured, in the order measured (why fit returned what it did)."""
+Trial = namedtuple("Trial", "kind runs nested chunked planned_peak measured_peak seconds fits")
+Trial.__doc__ = """One module fit built and measured: its plan's kind, runs, nested runs and
+chunking (as in FitResult), its planned peak on the timeline (before the excess fit adds),
+the measured peak and step seconds (measure_step), and whether it fitted the budget."""
 
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 0)   # 0: every stage in one run
 SEQUENTIAL_K = 24          # checkpoint_sequential shapes up to this many segments
@@ -567,6 +572,9 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             continue
         tried.append(pick)
         done.steps += 4
+        done.trials.append(Trial(pick.kind, len(pick.runs), sum(len(g) for g in pick.inner),
+                                 done.planners[pick.variant].chunks, tl.known(pick), peak,
+                                 secs, peak <= budget))
         least = peak if least is None else min(least, peak)
         if peak <= budget:
             fits.append((secs, rank[id(pick)], peak, pick, module))
@@ -593,6 +601,7 @@ class _Done:
     def __init__(self, budget, fwd, cands, took):
         self.budget, self.fwd, self.cands, self.took = budget, fwd, cands, took
         self.steps = 0
+        self.trials = []
         self.planners = []
         self.timeline = None
 
@@ -610,7 +619,7 @@ class _Done:
                          plain_s, cand.extra_seconds, fwd_s,
                          sum(len(g) for g in cand.inner), self.steps,
                          self.planners[cand.variant].chunks,
-                         cand.kind)
+                         cand.kind, tuple(self.trials))
 
 
 def _build(model, planner, cand):

@@ -163,6 +163,11 @@ class Choice(unittest.TestCase):
         self.assertGreater(how.extra_seconds, 0)
         self.assertLessEqual(how.extra_seconds, 3 * how.forward_seconds)
         self.assertGreater(how.measured_seconds, 0)
+        # every module measured is a trial, the returned one among those that fit
+        self.assertEqual(len(how.trials), how.attempts)
+        self.assertIn((how.kind, how.checkpointed, how.measured_peak, how.measured_seconds),
+                      [(t.kind, t.runs, t.measured_peak, t.seconds) for t in how.trials])
+        self.assertTrue(all(t.fits == (t.measured_peak <= int(plain * 0.6)) for t in how.trials))
         same_training(self, model, fitted, (x,))
 
 
