@@ -2,8 +2,9 @@
 
 fit's goal is the fastest step within the budget.  Each candidate's first
 timing (measure_step: the least of two steps, taken right after that
-candidate's own warm-up) is made minutes apart from the others', so a change in the machine's load between them moves the
-comparison as much as the plans do (ResNet-50 at batch 16, 2 cores: the
+candidate's own warm-up) is made minutes apart from the others', so a
+change in the machine's load between them moves the comparison as much
+as the plans do (ResNet-50 at batch 16, 2 cores: the
 same plan timed 3.41 s and 3.71 s in two runs of one benchmark).  The
 measured fits whose first timings are close are therefore timed again
 side by side (retime: A B, B A, A B ...), each step paired with the

@@ -572,7 +572,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             continue
         tried.append(pick)
         done.steps += 4
-        done.trials.append(Trial(pick.kind, len(pick.runs), sum(len(g) for g in pick.inner),
+        done.trials.append(Trial(pick.kind, len(pick.runs), _nested(pick),
                                  done.planners[pick.variant].chunks, tl.known(pick), peak,
                                  secs, peak <= budget))
         least = peak if least is None else min(least, peak)
@@ -617,9 +617,14 @@ class _Done:
                          len(self.cands), attempts, self.took[0], self.took[1] + tl,
                          max(0.0, measuring - tl), secs,
                          plain_s, cand.extra_seconds, fwd_s,
-                         sum(len(g) for g in cand.inner), self.steps,
+                         _nested(cand), self.steps,
                          self.planners[cand.variant].chunks,
                          cand.kind, tuple(self.trials))
+
+
+def _nested(cand):
+    """How many runs cand checkpoints again inside its runs."""
+    return sum(len(g) for g in cand.inner)
 
 
 def _build(model, planner, cand):
