@@ -32,7 +32,7 @@
    `trials` of them are built (torch.fx split_module, runs wrapped in
    torch.utils.checkpoint) and MEASURED (peak and step time); of those
    whose measured peak is within the budget, the ones timed close to the
-   fastest are timed again side by side and the fastest is returned, the
+   fastest or ranked before it are timed again side by side and the fastest is returned, the
    best ranked where their steps are indistinguishable (memplan._choice).
    A plan ranked before the pick that misses the budget by less than
    NEAR_MISS (the estimate's error) is measured instead, until one such
