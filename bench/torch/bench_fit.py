@@ -136,7 +136,8 @@ def fit_row(model, x, budget, args, keep):
                 measuring_s=r.measuring_seconds, nested=r.nested, steps=r.steps,
                 extra_time_pct=100.0 * r.extra_seconds / r.forward_seconds,
                 chunked=r.chunked, plan_kind=r.kind, trials=[t._asdict() for t in r.trials],
-                fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds)
+                fit_time=r.measured_seconds, fit_plain_time=r.plain_seconds,
+                fit_plain_planned=r.plain_planned)
 
 
 def segment_counts(pieces, fit_rows):

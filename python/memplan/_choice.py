@@ -44,8 +44,8 @@ def next_trial(order, fits, ok, near=None):
     step can tell).  near(): a plan that misses the budget by less than
     the estimate's error; one ranked before that pick, of the model as
     written while nothing fits (else of the fits' variant, and a
-    checkpoint_sequential shape where one is due), is measured instead
-    (None: none).  ok() and near() run only on candidates that
+    checkpoint_sequential shape where one is due and may fit), is
+    measured instead (None: none).  ok() and near() run only on candidates that
     could still be picked (they may place a plan on its timeline)."""
     seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
     best, tier = None, None
@@ -60,6 +60,7 @@ def next_trial(order, fits, ok, near=None):
     if best is None or near is None:
         return best
     variant = fits[0][3].variant if fits else 0
+    seq = seq and best.kind == "sequential"     # else no shape may fit: any near one
     for c in order:
         if c is best:
             break
