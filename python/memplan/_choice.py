@@ -8,8 +8,9 @@ as the plans do (ResNet-50 at batch 16, 2 cores: the same plan timed
 3.41 s and 3.71 s in two runs of one benchmark).  The measured fits whose
 first timings are close, and those ranked before the fastest (expected
 faster), are therefore timed again side by side (retime: A B, B A, A B
-...), each step paired with the other's in the same round.  One is faster only where it is faster in every
-round (and by more than TIE in the median round); otherwise the steps are
+...), each step paired with the other's in the same round.  One is
+faster only where it is faster in every round (and by more than TIE in
+the median round); otherwise the steps are
 indistinguishable on this machine, and the better ranked plan (the least
 forward seconds with its recomputation, as measured at capture) is
 returned: memory within the budget is worth nothing, and ranking is the
@@ -45,8 +46,9 @@ def next_trial(order, fits, ok, near=None):
     the estimate's error; one ranked before that pick, of the model as
     written while nothing fits (else of the fits' variant, and a
     checkpoint_sequential shape where one is due and may fit), is
-    measured instead (None: none).  ok() and near() run only on candidates that
-    could still be picked (they may place a plan on its timeline)."""
+    measured instead (None: none).  ok() and near() run only on
+    candidates that could still be picked (they may place a plan on its
+    timeline)."""
     seq = bool(fits) and not any(f[3].kind == "sequential" for f in fits)
     best, tier = None, None
     for c in order:
@@ -74,11 +76,12 @@ def finalists(fits):
     again side by side, fastest first, at most FINALISTS: the fastest one,
     those whose first timing is within NEAR of it, and those ranked before
     it (they recompute less, so a slower first timing contradicts their
-    plan: one noisy step must not decide it; ResNet-50 b16 at 1/3, bench
-    run of 2026-11-28: the 9-run plan returned at 1.52x where the 6-run
-    plan, timed 4.6-4.8 s against 5.3-5.4 s in three fits since, was left
-    out of the second timing).  The others rank after the fastest and are
-    slower than any noise seen here."""
+    plan: one noisy step must not decide it; ResNet-50 b16 at 1/3 on the
+    quiet machine: the 6-run plan's first timing came out 13-16% under
+    the 9-run plan's in three fits, 4.57 s against 5.28 s once, just
+    outside NEAR, so a noisy step the other way would have left the
+    better plan out).  The others rank after the fastest and are slower
+    than any noise seen here."""
     ranked = sorted(fits, key=lambda f: (f[0], f[1]))
     w = ranked[0]
     return [f for f in ranked if f[0] <= w[0] * (1 + NEAR) or f[1] < w[1]][:FINALISTS]

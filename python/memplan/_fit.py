@@ -32,8 +32,9 @@
    `trials` of them are built (torch.fx split_module, runs wrapped in
    torch.utils.checkpoint) and MEASURED (peak and step time); of those
    whose measured peak is within the budget, the ones timed close to the
-   fastest or ranked before it are timed again side by side and the fastest is returned, the
-   best ranked where their steps are indistinguishable (memplan._choice).
+   fastest or ranked before it are timed again side by side and the
+   fastest is returned, the best ranked where their steps are
+   indistinguishable (memplan._choice).
    A plan ranked before the pick that misses the budget by less than
    NEAR_MISS (the estimate's error) is measured instead, until one such
    measures over it: at the measured peak of a checkpoint_sequential row,
@@ -110,9 +111,10 @@ NEAR_MISS = 0.01
 # Once a plan fits, a better ranked one is measured if its estimate misses
 # by less than this share (it costs steps, never the budget: only measured
 # fits are returned).  The bench's ResNet-50 at batch 16 at 1/3 (runs of
-# 2026-11-28 and -29) returned a 9-run plan at 1.52-1.55x where a 6-run plan
-# planned 5.4 MB under the budget, measured 5.6 MB under and stepping at
-# 1.37x was never measured, while eight fits run apart measured it first.
+# 2026-11-28 and -29) returned a 9-run plan at 1.52-1.54x where a 6-run plan
+# planned 5.4 MB under the budget (measured 5.6 MB under, 1.32-1.37x) was
+# never measured, while the seven fits run apart from it measured it first
+# (bench/torch/notes.md).
 NEAR_FIT = 0.05
 
 
