@@ -585,15 +585,11 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
             # torch refuses a part it cannot rerun.  Nothing was measured:
             # the next one is tried, and this one costs no attempt.
             unbuilt.append(pick)
-            done.trials.append(Trial(pick.kind, len(pick.runs), _nested(pick),
-                                     done.planners[pick.variant].chunks, tl.known(pick),
-                                     None, None, False, "%s: %s" % (type(e).__name__, e)))
+            done.trial(pick, error="%s: %s" % (type(e).__name__, e))
             continue
         tried.append(pick)
         done.steps += 4
-        done.trials.append(Trial(pick.kind, len(pick.runs), _nested(pick),
-                                 done.planners[pick.variant].chunks, tl.known(pick), peak,
-                                 secs, peak <= budget))
+        done.trial(pick, peak, secs)
         least = peak if least is None else min(least, peak)
         if peak <= budget:
             fits.append((secs, rank[id(pick)], peak, pick, module))
@@ -624,6 +620,13 @@ class _Done:
         self.plain_planned = None
         self.planners = []
         self.timeline = None
+
+    def trial(self, cand, peak=None, secs=None, error=None):
+        """Records a module built from cand: measured (peak, secs), or not
+        built or run (error)."""
+        self.trials.append(Trial(cand.kind, len(cand.runs), _nested(cand),
+                                 self.planners[cand.variant].chunks, self.timeline.known(cand),
+                                 peak, secs, peak is not None and peak <= self.budget, error))
 
     def result(self, cand, measured, plain, attempts, measuring):
         peak, secs = measured or (None, None)
