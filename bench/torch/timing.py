@@ -1,7 +1,9 @@
 """Interleaved step timing for bench/torch/bench_fit.py: every variant of a
 model is timed in the same rounds (one training step of each in turn, the
-order rotated per round), so load that drifts over minutes slows every
-variant alike instead of the one that happened to run then.
+order rotated per round and reversed every other round), so load that
+drifts over minutes slows every variant alike instead of the one that
+happened to run then, and no variant always runs right after the same
+other one (an order effect an interleaving with a fixed cycle keeps).
 
 The variants share the model's parameters and buffers (fit's modules,
 checkpoint_sequential's Sequential), so one memplan._fx.frozen(model) gives
@@ -26,7 +28,8 @@ def _step(module, x, threads):
 def interleaved(model, entries, x, rounds):
     """entries: [(label, module, threads or None)], each module sharing
     model's parameters.  One warm-up step of each, then `rounds` rounds of
-    one timed step of each, round r starting at entry r mod len(entries).
+    one timed step of each, round r starting at entry r mod len(entries),
+    odd rounds in the reverse order.
     Returns {"order", "times": {label: [seconds per round]}, "warmup":
     {label: seconds}, "errors": {label: message}}: an entry whose step
     raises is dropped from the later rounds, its error kept.  The thread
@@ -50,6 +53,8 @@ def interleaved(model, entries, x, rounds):
         for r in range(rounds):
             turn = [e for e in entries[r % len(entries):] + entries[:r % len(entries)]
                     if e in live]
+            if r % 2:
+                turn.reverse()
             for e in turn:
                 run(e, out["times"][e[0]].append)
     return out

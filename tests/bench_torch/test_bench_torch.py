@@ -96,6 +96,16 @@ class Verdicts(unittest.TestCase):
         self.assertIn("no slower within the tolerance: holds", lines[0])
         self.assertIn("tolerance 2.0%", lines[0])
 
+    def test_compared_per_round_not_by_medians(self):
+        # load rises in rounds 3-5 and memplan's step also had one slow
+        # round: medians 1.10 against 1.00 (10%), but per round 1.00, 1.01,
+        # 1.20, 1.00, 1.00: median 1.00
+        recs = self.records([1.0, 1.01, 1.2, 1.1, 1.3], [1.0, 1.0, 1.0, 1.1, 1.3])
+        recs[-1]["times"].update(plain=[1.0] * 5, **{"plain again": [1.02] * 5})
+        lines, ok = self.verdict(recs)
+        self.assertTrue(ok, lines)
+        self.assertIn("memplan 1.00x (slower in 2 of 5 rounds)", lines[0])
+
     def test_less_memory_than_every_row_holds_vacuously(self):
         # memplan at 400 MiB, slower than k=4 at 500: not judged against it
         lines, ok = self.verdict(self.records([1.3] * 3, [1.1] * 3, fit_peak=400))
@@ -134,7 +144,8 @@ class Verdicts(unittest.TestCase):
                             "memplan at checkpoint_sequential k=4's peak": [1.0] * 3}, "equal"))
         g = group(recs)
         text = report.equal_verdict(g, g.of("memplan-eq")[0])
-        self.assertIn("= 0.91x (tolerance 2.0%): no slower: **holds**", text)
+        self.assertIn("per round 0.91x (slower in 0 of 3 rounds) (tolerance 2.0%): no slower: "
+                      "**holds**", text)
         self.assertIn("memplan at checkpoint_sequential k=4's peak", report.render(recs))
 
 
@@ -177,8 +188,9 @@ class Interleaved(unittest.TestCase):
         mods = [("a", Tagged(lin, "a"), None), ("b", Tagged(lin, "b", fail=True), None),
                 ("c", Tagged(lin, "c"), None)]
         out = timing.interleaved(lin, mods, torch.randn(5, 4), 3)
-        # warm-up a b c; round 0: a (b fails: dropped) c; round 1: c a; round 2: c a
-        self.assertEqual(calls, ["a", "b", "c", "a", "b", "c", "c", "a", "c", "a"])
+        # warm-up a b c; round 0: a (b fails: dropped) c; round 1 starts at
+        # b, reversed: a c; round 2 starts at c: c a
+        self.assertEqual(calls, ["a", "b", "c", "a", "b", "c", "a", "c", "c", "a"])
         self.assertEqual([len(out["times"][k]) for k in "abc"], [3, 0, 3])
         self.assertIn("boom", out["errors"]["b"])
         self.assertTrue(torch.equal(lin.weight, before))
