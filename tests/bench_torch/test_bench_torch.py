@@ -106,6 +106,14 @@ class Verdicts(unittest.TestCase):
         self.assertTrue(ok, lines)
         self.assertIn("memplan 1.00x (slower in 2 of 5 rounds)", lines[0])
 
+    def test_beyond_the_tolerance_but_faster_in_one_round_holds(self):
+        # per round 1.05, 1.05, 0.99: median 5% > 2%, but faster once
+        lines, ok = self.verdict(self.records([1.05, 1.05, 0.99], [1.0] * 3))
+        self.assertTrue(ok, lines)
+        self.assertIn("memplan 1.05x (slower in 2 of 3 rounds)", lines[0])
+        self.assertIn("beyond the tolerance against k=4 but faster in some round: not shown "
+                      "slower, holds", lines[0])
+
     def test_less_memory_than_every_row_holds_vacuously(self):
         # memplan at 400 MiB, slower than k=4 at 500: not judged against it
         lines, ok = self.verdict(self.records([1.3] * 3, [1.1] * 3, fit_peak=400))
@@ -147,6 +155,13 @@ class Verdicts(unittest.TestCase):
         self.assertIn("per round 0.91x (slower in 0 of 3 rounds) (tolerance 2.0%): no slower: "
                       "**holds**", text)
         self.assertIn("memplan at checkpoint_sequential k=4's peak", report.render(recs))
+        recs[-1]["times"]["memplan at checkpoint_sequential k=4's peak"] = [1.2, 1.2, 1.0]
+        text = report.equal_verdict(group(recs), g.of("memplan-eq")[0])
+        self.assertIn("per round 1.09x (slower in 2 of 3 rounds) (tolerance 2.0%): beyond the "
+                      "tolerance but faster in some round: not shown slower, **holds**", text)
+        recs[-1]["times"]["memplan at checkpoint_sequential k=4's peak"] = [1.2, 1.2, 1.2]
+        text = report.equal_verdict(group(recs), g.of("memplan-eq")[0])
+        self.assertIn("slower in every round: **fails**", text)
 
 
 class OldRecords(unittest.TestCase):
