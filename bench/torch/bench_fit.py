@@ -468,7 +468,8 @@ def main(argv):
                   sizes=sizes, issue_sizes={m: models.SIZES[m]["full"] for m in sizes},
                   describe={m: models.describe(m, *sizes[m]) for m in sizes},
                   describe_issue={m: models.describe(m, *issue[m]) for m in issue},
-                  fractions=FRACTIONS, native_nr=NATIVE_NR, timing="rounds", order="rotated, reversed every other round",
+                  fractions=FRACTIONS, native_nr=NATIVE_NR, timing="rounds",
+                  order="rotated, reversed every other round",
                   threads=args.threads, probe_rounds=PROBE_ROUNDS,
                   equal_memory=args.equal_memory, issue_run=bool(issue)))
     for section, at in (("main", sizes), ("issue", issue)):

@@ -26,10 +26,9 @@ import torch  # noqa: E402
 
 import models  # noqa: E402
 import timing  # noqa: E402
-from bench_fit import Segmented  # noqa: E402
+from bench_fit import FRACTIONS, Segmented  # noqa: E402
 import memplan.torch as mpt  # noqa: E402
 
-BUDGET = 459603800          # the bench's 1/3 of ResNet-50's plain peak at batch 16
 ROUNDS = 5
 
 
@@ -40,9 +39,10 @@ def minor_faults():
 def main():
     torch.set_num_threads(2)
     model, x, seq = models.build("resnet50", 16, 224)
-    module, r = mpt.fit(model, x, BUDGET, exact=False)
+    budget = mpt.measure_peak(model, x) // FRACTIONS[0]     # the bench's 1/3 budget
+    module, r = mpt.fit(model, x, budget, exact=False)
     print("fit at %d bytes: %d runs, measured %d bytes" % (
-        BUDGET, len(module.memplan_runs), r.measured_peak), flush=True)
+        budget, len(module.memplan_runs), r.measured_peak), flush=True)
     entries = [("plain", model, None), ("fit 1/3", module, None),
                ("checkpoint_sequential k=8", Segmented(seq, 8), None),
                ("plain again", model, None)]

@@ -374,15 +374,17 @@ def against_segments(g, fit, segs, tol):
                 (" (least: %s, %s MiB)" % (kname(least), mib(least["peak"])) if least else "") +
                 ": holds vacuously"), True
 
-    def cite(s):
+    paired = [g.paired(fit, s) for s in rivals]
+
+    def cite(s, p):
         return "%s (%s MiB, %s: memplan %s%s)" % (
-            kname(s), mib(s["peak"]), spread(g.time(s)), per_round(g.paired(fit, s)),
+            kname(s), mib(s["peak"]), spread(g.time(s)), per_round(p),
             "; the same plan: %s's shape, same peak to the byte" % kname(s)
             if same_shape(fit, s) else "")
-    lost = [s for s in rivals if slower(g.paired(fit, s), tol) == "yes"]
-    unsure = [s for s in rivals if slower(g.paired(fit, s), tol) == "unsure"]
+    lost = [s for s, p in zip(rivals, paired) if slower(p, tol) == "yes"]
+    unsure = [s for s, p in zip(rivals, paired) if slower(p, tol) == "unsure"]
     return ("rows at memplan's peak or below: %s; %s" % (
-        ", ".join(cite(s) for s in rivals),
+        ", ".join(cite(s, p) for s, p in zip(rivals, paired)),
         "**slower** than %s beyond the tolerance in every round: fails" % ", ".join(
             kname(s) for s in lost) if lost else
         "beyond the tolerance against %s but faster in some round: not shown slower, "
