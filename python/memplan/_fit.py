@@ -26,6 +26,9 @@
      so while the run is recomputed only its stage boundaries stay.
    A plan is chen2016 mirror counts: 1 for a run's nodes, 2 for a nested
    run's, one level less for a value read after its run ends.
+   Once the budget is known, the best ranked candidate that fits it (per
+   variant) is improved by local descent (memplan._refine: drop or trim
+   runs and nested runs while the plan fits) and ranked with the others.
 3. Choose: the candidates whose planned peak, plus what the plan does not
    model (the plain step's measured excess over its plan), fits the
    budget, ranked by the forward seconds they recompute.  The best
@@ -50,7 +53,7 @@ import time
 from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
-from . import _choice, _timeline, lib
+from . import _choice, _refine, _timeline, lib
 from ._ckpt import rebuild
 from ._fx import capture, profile_nodes, rnn_chunks
 from ._measure import measure_step
@@ -543,6 +546,7 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     done.planners = [v[0] for v in variants]
     tl = done.timeline = _timeline.Timeline(done.planners)
     if not verify:
+        order = _refined(done, order, lambda c: budget)
         pick = next((c for c in order if tl.peak(c, budget) <= budget), None)
         if pick is None:
             raise _budget_error(budget, name, tl.least(order), 0, None)
@@ -559,6 +563,9 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
     # checkpoint: the chunked model's is larger), then from each measured
     # plan's.
     excess = [plain - next(c for c in cands if not c.runs).peak for _, cands, _ in variants]
+    t0 = time.perf_counter()
+    order = _refined(done, order, lambda c: budget - excess[c.variant])
+    t1 += time.perf_counter() - t0          # planning, not measuring
     tried, unbuilt, fits, least = [], [], [], None
     rank = {id(c): i for i, c in enumerate(order)}
 
@@ -610,6 +617,29 @@ def fit(model, inputs, budget, loss_fn=None, name="model", trials=2, attempts=4,
                                time.perf_counter() - t1)
 
 
+def _refined(done, order, limit):
+    """order with, for each variant, the descent (memplan._refine) from its
+    best ranked candidate that the timeline fits in limit(candidate) bytes,
+    ranked among them; its seconds count as planning."""
+    t, tl = time.perf_counter(), done.timeline
+    before = tl.seconds
+    starts = {}
+    for c in order:
+        if c.runs and c.variant not in starts and tl.peak(c, limit(c)) <= limit(c):
+            starts[c.variant] = c
+    new = []
+    for c in starts.values():
+        found, n = _refine.descend(done.planners[c.variant], c,
+                                   lambda d: tl.peak(d, limit(d)) <= limit(d))
+        done.refine_evaluations += n
+        if found is not c:
+            new.append(found)
+    out = sorted(order + new, key=lambda c: (done.fwd[c.variant][1] + c.extra_seconds, c.peak))
+    done.cands = out
+    done.took[1] += time.perf_counter() - t - (tl.seconds - before)
+    return out
+
+
 class _Done:
     """What fit has done so far, for its FitResult."""
 
@@ -620,6 +650,7 @@ class _Done:
         self.plain_planned = None
         self.planners = []
         self.timeline = None
+        self.refine_evaluations = 0
 
     def trial(self, cand, peak=None, secs=None, error=None):
         """Records a module built from cand: measured (peak, secs), or not

@@ -648,6 +648,52 @@ class Timeline(unittest.TestCase):
         self.assertGreater(worst_old, worst_tl)
 
 
+class Descent(unittest.TestCase):
+    def test_descent_recomputes_less_within_the_budget(self):
+        """ResNet-50 (4 x 3 x 96 x 96) at 1/2 of its measured peak: from
+        the best ranked candidate that fits, the descent (memplan._refine)
+        ends at a plan that recomputes fewer forward seconds, whose
+        timeline peak plus the plain excess is within the budget and within
+        0.25% of its measured peak (runs trimmed to a leaf call end at a
+        batch norm, so the stretch after them reads the run's output: see
+        test_a_plain_stretch_does_not_hold_a_run_s_outputs), and which
+        trains exactly like the model."""
+        from memplan import _refine
+        from memplan._timeline import Timeline
+        torch.manual_seed(0)
+        model, x = torchvision.models.resnet50(), torch.randn(4, 3, 96, 96)
+        p, cands, _ = _variant(model, (x,), "r50", {}, 0)
+        plain = mpt.measure_peak(model, x)
+        budget = plain // 2
+        excess = plain - next(c for c in cands if not c.runs).peak
+        limit, tl = budget - excess, Timeline([p])
+        start = min((c for c in cands if c.runs and tl.peak(c, limit) <= limit),
+                    key=lambda c: (c.extra_seconds, c.peak))
+        found, evaluations = _refine.descend(p, start, lambda c: tl.peak(c, limit) <= limit)
+        self.assertLess(found.extra_seconds, start.extra_seconds)
+        self.assertLessEqual(evaluations, _refine.MAX_EVALUATIONS)
+        planned = tl.exact(found) + excess
+        self.assertLessEqual(planned, budget)
+        module = _build(model, p, found)
+        measured = mpt.measure_peak(module, x)
+        self.assertLessEqual(measured, budget)
+        self.assertLess(abs(planned - measured) / measured, 0.0025, (planned, measured))
+        same_training(self, model, module, (x,))
+
+    def test_no_move_fits_returns_the_start(self):
+        """A descent where nothing fits but the start gives the start back,
+        having tried each move once."""
+        from memplan import _refine
+        torch.manual_seed(0)
+        model, x = ResNetish(), torch.randn(8, 3, 32, 32)
+        p, cands, _ = _variant(model, (x,), "m", {}, 0)
+        start = max((c for c in cands if c.runs), key=lambda c: c.extra_seconds)
+        found, evaluations = _refine.descend(p, start, lambda c: False)
+        self.assertIs(found, start)
+        moves = [m for m in _refine._moves(p, start) if m[0] < start.extra_seconds]
+        self.assertEqual(evaluations, len({m[1] for m in moves}))
+
+
 class TorchInPlace(unittest.TestCase):
     def test_only_the_module_s_in_place_ops_write_in_place(self):
         """The timeline's storages (_timeline._torch_inplace): the plan
