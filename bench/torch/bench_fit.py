@@ -356,7 +356,7 @@ def sh(cmd):
 def machine():
     lscpu = dict(line.split(":", 1) for line in sh(["lscpu"]).splitlines() if ":" in line)
     rev = sh(["git", "rev-parse", "--short", "HEAD"]).strip() or "unknown"
-    if sh(["git", "status", "--porcelain"]).strip():
+    if sh(["git", "status", "--porcelain", "--untracked-files=no"]).strip():
         rev += " + uncommitted changes (this checkout is shared)"
     with open("/proc/meminfo") as f:
         mem = int(f.readline().split()[1]) / 2.0 ** 20
