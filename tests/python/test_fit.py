@@ -693,6 +693,39 @@ class Descent(unittest.TestCase):
         moves = [m for m in _refine._moves(p, start) if m[0] < start.extra_seconds]
         self.assertEqual(evaluations, len({m[1] for m in moves}))
 
+    def test_no_run_opens_on_an_attention_s_output(self):
+        """A small ViT, a "budget" that holds while each block's dropout
+        after its attention stays in a run: the descent trims the runs
+        towards it but never to a run that reads the attention's output
+        (an opaque node: what torch keeps of it is measured for the plan
+        of no checkpoint) from outside, which the start did not; without
+        the rule it does."""
+        from memplan import _refine
+        torch.manual_seed(0)
+        model = torchvision.models.VisionTransformer(
+            image_size=32, patch_size=8, num_layers=3, num_heads=2, hidden_dim=32, mlp_dim=64)
+        x = torch.randn(2, 3, 32, 32)
+        p, cands, _ = _variant(model, (x,), "vit", {}, 0)
+        keep = {v for v in p.forward if p.nodes[v].name.endswith("_dropout")
+                and "encoder_layer" in p.nodes[v].name}
+        self.assertEqual(len(keep), 3)
+
+        def fits(c):
+            return keep <= {v for r in c.runs for v in r}
+        start = max((c for c in cands if fits(c)), key=lambda c: c.extra_seconds)
+        opaque = _refine._opaque(p)
+        before = _refine._opaque_reads(p, start.runs, opaque)
+        rule = _refine._opaque
+        _refine._opaque = lambda planner: set()
+        try:
+            free, _ = _refine.descend(p, start, fits)
+        finally:
+            _refine._opaque = rule
+        self.assertFalse(_refine._opaque_reads(p, free.runs, opaque) <= before)
+        found, _ = _refine.descend(p, start, fits)
+        self.assertLess(found.extra_seconds, start.extra_seconds)
+        self.assertLessEqual(_refine._opaque_reads(p, found.runs, opaque), before)
+
 
 class TorchInPlace(unittest.TestCase):
     def test_only_the_module_s_in_place_ops_write_in_place(self):
