@@ -629,9 +629,8 @@ def _refined(done, order, limit):
             starts[c.variant] = c
     new = []
     for c in starts.values():
-        found, n = _refine.descend(done.planners[c.variant], c,
+        found, _ = _refine.descend(done.planners[c.variant], c,
                                    lambda d: tl.peak(d, limit(d)) <= limit(d))
-        done.refine_evaluations += n
         if found is not c:
             new.append(found)
     out = sorted(order + new, key=lambda c: (done.fwd[c.variant][1] + c.extra_seconds, c.peak))
@@ -650,7 +649,6 @@ class _Done:
         self.plain_planned = None
         self.planners = []
         self.timeline = None
-        self.refine_evaluations = 0
 
     def trial(self, cand, peak=None, secs=None, error=None):
         """Records a module built from cand: measured (peak, secs), or not

@@ -28,8 +28,9 @@ move that did not fit is not tried again later in the same descent.  The
 moves of a plan are tried in order of the seconds they leave and the first
 that fits is taken, so a descent costs one scan of the moves and about one
 evaluation per move taken; at most MAX_EVALUATIONS in all.  An evaluation
-is the library's (Planner.evaluate) and, where it can decide the fit, the
-timeline's (memplan._timeline): about 8 ms on ResNet-50.
+is the library's (Planner.evaluate, about 8 ms on ResNet-50) and, where it
+can decide the fit, the timeline's (memplan._timeline, about 29 ms): at
+batch 32, 45-60 evaluations, 0.6 s.
 """
 
 MAX_EVALUATIONS = 160
