@@ -125,7 +125,7 @@ class Planner:
     """The forward graph of a module in libmemplan and its stage chain."""
 
     def __init__(self, graph_dict, name, hidden=None, seconds=None, paths=None, leaves=(),
-                 variant=0):
+                 variant=0, credits=None):
         self.variant = variant
         self.graph = lib.Graph.parse(json.dumps(graph_dict), name)
         self.remat = lib.Remat(self.graph)
@@ -149,6 +149,10 @@ class Planner:
         self._readers = self._forward_readers()
         ids = {self.nodes[v].name: v for v in self.forward}
         self.hidden = {ids[k]: b for k, b in (hidden or {}).items() if k in ids}
+        # the values a negative hidden entry credits (profile_nodes)
+        tids = {t.name: t.id for t in self.tensors}
+        self.credits = {ids[k]: [tids[n] for n in ns if n in tids]
+                        for k, ns in (credits or {}).items() if k in ids}
         # Seconds: measured per fx node; without them, FLOPs stand in.
         if seconds:
             self.seconds = {v: seconds.get(self.nodes[v].name, 0.0) for v in self.forward}
@@ -471,13 +475,13 @@ def _variant(model, inputs, name, chunks, variant):
     t0 = time.perf_counter()
     gm, graph = capture(model, inputs, name, chunks)
     _inputs_persistent(graph)
-    ws = {}
-    hidden, seconds = profile_nodes(model, gm, inputs, workspace=ws)
+    ws, credits = {}, {}
+    hidden, seconds = profile_nodes(model, gm, inputs, workspace=ws, credits=credits)
     add_workspaces(graph, ws)
     paths = {n.name: n.meta.get("mp_path", "") for n in gm.graph.nodes}
     leaves = [n.name for n in gm.graph.nodes if n.op == "call_module"]
     t1 = time.perf_counter()
-    planner = Planner(graph, name, hidden, seconds, paths, leaves, variant)
+    planner = Planner(graph, name, hidden, seconds, paths, leaves, variant, credits)
     planner.gm = gm
     planner.chunks = max((len(c) for c in chunks.values()), default=0)
     cands = planner.candidates()

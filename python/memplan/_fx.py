@@ -205,7 +205,8 @@ def _storage(t):
     return s.data_ptr(), s.nbytes()
 
 
-def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_in_graph=False):
+def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_in_graph=False,
+                  credits=None):
     """({fx node name: bytes}, {fx node name: seconds}).
 
     Bytes: what autograd keeps for a node's backward pass beyond what the
@@ -224,7 +225,9 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_i
     Seconds: each node's forward time in train mode with autograd recording
     (what recomputing it costs), the least of `runs` forward passes (the
     first pays one-time costs).  workspace: a dict to fill with each leaf
-    module call's transient bytes (node_workspaces).  Model left as it was."""
+    module call's transient bytes (node_workspaces).  credits: a dict to fill
+    with {fx node name: [graph tensor name]}, the values whose bytes the
+    node's (negative) entry credits (_kept_unsaved).  Model left as it was."""
     inputs = as_tuple(inputs)
     graph = graph if graph is not None else getattr(gm, "memplan_graph", None)
     visible, saved, times, credit, opaque = set(), {}, {}, {}, ()
@@ -247,8 +250,10 @@ def profile_nodes(model, gm, inputs, runs=2, workspace=None, graph=None, saved_i
                 if workspace is not None:
                     workspace.update(node_workspaces(gm, runner.env))
                 if graph is not None:
-                    credit, opaque = _kept_unsaved(graph, gm, runner.env,
-                                                   {p for p, _ in saved})
+                    credit, opaque, which = _kept_unsaved(graph, gm, runner.env,
+                                                          {p for p, _ in saved})
+                    if credits is not None:
+                        credits.update(which)
                 hooks.done()
             else:
                 runner.run(*inputs)
@@ -285,15 +290,17 @@ def _saved_output(graph, name, nbytes):
 
 
 def _kept_unsaved(graph, gm, env, saved):
-    """({fx node name: bytes}, [fx node name]): for the nodes whose
+    """({fx node name: bytes}, [fx node name], {fx node name: [tensor
+    name]}): for the nodes whose
     gradient the library does not know (generic_backward: it reads all of
     the node's inputs and outputs), the activations only such gradients
     keep (every gradient that reads them or a view of them is one) whose
     storage autograd saved for no node (saved: storage addresses) --
     each credited once, to the node whose gradient runs last, to which the
     plan holds it (a layer's input that an nn.LSTM's time chunks read
-    through views: each chunk saves its own contiguous copy) -- and those
-    nodes' names.  env: a finished Interpreter's values."""
+    through views: each chunk saves its own contiguous copy) -- those
+    nodes' names, and per credited node the values credited.  env: a
+    finished Interpreter's values."""
     import json
     from . import lib
     tensors = graph["tensors"]
@@ -315,7 +322,7 @@ def _kept_unsaved(graph, gm, env, saved):
     names = [nd.name[len("bwd:"):] for nd in opaque]
     ids = {nd.id for nd in opaque}
     step = {v: i for i, v in enumerate(train.order)}
-    out = {}
+    out, which = {}, {}
     for r in sorted({root(t) for nd in opaque for t in nd.inputs if t < len(tensors)}):
         if tensors[r]["kind"] != "activation" or not readers[r] <= ids or r not in producer:
             continue
@@ -324,7 +331,8 @@ def _kept_unsaved(graph, gm, env, saved):
         if i < len(values) and _storage(values[i])[0] not in saved:
             name = train.nodes[max(readers[r], key=step.get)].name[len("bwd:"):]
             out[name] = out.get(name, 0) + tensors[r]["bytes"]
-    return out, [n for n in names if n in fx]
+            which.setdefault(name, []).append(tensors[r]["name"])
+    return out, [n for n in names if n in fx], which
 
 
 def _transient(fn, device):

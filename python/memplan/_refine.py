@@ -29,7 +29,7 @@ moves of a plan are tried in order of the seconds they leave and the first
 that fits is taken, so a descent costs one scan of the moves and about one
 evaluation per move taken; at most MAX_EVALUATIONS in all.  An evaluation
 is the library's (Planner.evaluate, about 8 ms on ResNet-50) and, where it
-can decide the fit, the timeline's (memplan._timeline, about 29 ms): at
+can decide the fit, the timeline's (memplan._timeline, 16-29 ms): at
 batch 32, 45-60 evaluations, 0.6 s.
 """
 

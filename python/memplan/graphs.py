@@ -45,7 +45,7 @@ class Graph:
         # None means this Graph frees the handle itself.
         self._h = handle
         self._owner = owner
-        self._tensors = self._nodes = None
+        self._tensors = self._nodes = self._order = None
         self.backward_stats = None
 
     @classmethod
@@ -109,8 +109,11 @@ class Graph:
 
     @property
     def order(self):
-        """Node ids in execution order."""
-        return _ids(_ffi.dll().mp_graph_order, self._handle())
+        """Node ids in execution order (a tuple: a graph never changes, so
+        it is read from the library once)."""
+        if self._order is None:
+            self._order = tuple(_ids(_ffi.dll().mp_graph_order, self._handle()))
+        return self._order
 
     @property
     def outputs(self):
