@@ -135,8 +135,7 @@ def _torch_inplace(planner, g, shared):
     # torch's cat backward gives each input a view of the output's gradient,
     # one buffer held until the last view is used (the graph gives each
     # input's gradient its own tensor, freed as it is used)
-    for v in g.order:
-        node = g.nodes[v]
+    for node in g.nodes:
         if node.op == "concat_backward" and storage[node.inputs[0]] is not None:
             for t in node.outputs:
                 if storage[t] is not None:

@@ -29,7 +29,7 @@ from memplan import _choice                      # noqa: E402
 from memplan._choice import next_trial as _next_trial   # noqa: E402
 from memplan._ckpt import Checkpointed, rebuild   # noqa: E402
 from memplan._measure import allocated_during   # noqa: E402
-from memplan._fx import capture, profile_nodes, rnn_chunks   # noqa: E402
+from memplan._fx import _storage, capture, profile_nodes, rnn_chunks   # noqa: E402
 from test_torch import LSTMNet, train           # noqa: E402
 
 torch.set_num_threads(2)
@@ -450,8 +450,7 @@ class TimeChunks(unittest.TestCase):
         ua, ub = a * 2, b * 2
         seen = []
         for u in (ua, ub):
-            u.register_hook(lambda g: seen.append(
-                (g.untyped_storage() if hasattr(g, "untyped_storage") else g.storage()).data_ptr()))
+            u.register_hook(lambda g: seen.append(_storage(g)[0]))
         torch.cat([ua, ub], 1).sum().backward()
         self.assertEqual(len(set(seen)), 1)
         from memplan import _timeline
